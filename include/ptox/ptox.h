@@ -1,0 +1,72 @@
+// The ptox public API: parse or build a program, run it on a target over caller memory.
+//
+//   auto prog = ptox::Program::FromFile("examples/hello.pto");
+//   if (!prog.ok()) { /* prog.status().message() */ }
+//   std::vector<float> a(128 * 128), b(128 * 128), c(128 * 128);
+//   ptox::Status s = ptox::Run(*prog, {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {128, 128}),
+//                                      ..., ...}, {.target = "interp"});
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptox/dtype.h"
+#include "ptox/status.h"
+#include "ptox/tensor.h"
+
+namespace ptox {
+
+namespace ir {
+struct Module;
+}
+
+enum class ParamDirection { kIn, kOut, kInOut };
+
+// A function parameter as seen by callers (enough to allocate arguments).
+struct ParamInfo {
+  std::string name;
+  ParamDirection dir = ParamDirection::kIn;
+  bool is_tensor = false;
+  DType dtype = DType::kF32;
+  // Per dim: a static size (sym empty) or a symbol name bound at run time.
+  struct Dim {
+    int64_t size = 0;
+    std::string sym;
+  };
+  std::vector<Dim> dims;
+};
+
+// A parsed and verified module. Cheap to copy (shares the immutable IR).
+class Program {
+ public:
+  static Result<Program> Parse(std::string_view text, const std::string& filename = "<input>");
+  static Result<Program> FromFile(const std::string& path);
+  // Wraps an IR module built in C++ (see ptox/builder.h); verifies it.
+  static Result<Program> FromModule(ir::Module module);
+
+  std::string ToText() const;
+  std::vector<std::string> FunctionNames() const;
+  // The entry function: `name`, or the last function in the module when name is empty.
+  Result<std::vector<ParamInfo>> Params(std::string_view function = {}) const;
+  const ir::Module& module() const { return *module_; }
+
+ private:
+  std::shared_ptr<const ir::Module> module_;
+};
+
+struct RunOptions {
+  std::string target = "interp";  // "interp"; later targets add "cpu", "cpu-avx512", ...
+  std::string function;           // empty: the last function in the module
+};
+
+// Runs the program on `args` (one per parameter). Inputs are never modified; an output that
+// aliases another argument is rejected. Returns kInvalid for bad arguments, kUnsupported for an
+// unknown target, kRuntime for failures while running.
+Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options = {});
+
+// Targets this build can run, best first.
+std::vector<std::string> AvailableTargets();
+
+}  // namespace ptox

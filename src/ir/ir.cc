@@ -1,0 +1,83 @@
+// Node constructors and small accessors.
+#include "ir/ir.h"
+
+namespace ptox::ir {
+
+Type Operand::type() const {
+  if (is_value()) return value()->type;
+  return Type::Scalar(is_int() ? DType::kIndex : DType::kF32);
+}
+
+std::shared_ptr<const OpStmt> OpStmt::Make(OpCode op, std::vector<Operand> args, Attrs attrs,
+                                           std::vector<Value> results, Span span) {
+  return std::make_shared<const OpStmt>(op, std::move(args), std::move(attrs), std::move(results),
+                                        std::move(span));
+}
+
+const Value& OpStmt::result() const {
+  PTOX_ICHECK(results_.size() == 1) << OpName(op_) << " has no single result";
+  return results_[0];
+}
+
+std::shared_ptr<const OpStmt> OpStmt::WithArgs(std::vector<Operand> args) const {
+  return Make(op_, std::move(args), attrs_, results_, span());
+}
+
+std::shared_ptr<const ForStmt> ForStmt::Make(Value iv, Operand lb, Operand ub, Operand step,
+                                             LoopKind loop_kind, std::vector<Value> iter_args,
+                                             std::vector<Operand> inits, Block body,
+                                             std::vector<Value> results, Span span) {
+  return std::make_shared<const ForStmt>(std::move(iv), std::move(lb), std::move(ub),
+                                         std::move(step), loop_kind, std::move(iter_args),
+                                         std::move(inits), std::move(body), std::move(results),
+                                         std::move(span));
+}
+
+std::shared_ptr<const ForStmt> ForStmt::WithBody(Block body) const {
+  return Make(iv_, lb_, ub_, step_, loop_kind_, iter_args_, inits_, std::move(body), results_,
+              span());
+}
+
+std::string_view LoopKindName(LoopKind k) {
+  switch (k) {
+    case LoopKind::kSequential: return "sequential";
+    case LoopKind::kParallel: return "parallel";
+    case LoopKind::kUnroll: return "unroll";
+  }
+  return "?";
+}
+
+std::shared_ptr<const IfStmt> IfStmt::Make(Operand cond, Block then_body, Block else_body,
+                                           std::vector<Value> results, Span span) {
+  return std::make_shared<const IfStmt>(std::move(cond), std::move(then_body),
+                                        std::move(else_body), std::move(results), std::move(span));
+}
+
+std::shared_ptr<const IncoreStmt> IncoreStmt::Make(Block body, Span span) {
+  return std::make_shared<const IncoreStmt>(std::move(body), std::move(span));
+}
+
+std::shared_ptr<const IncoreStmt> IncoreStmt::WithBody(Block body) const {
+  return Make(std::move(body), span());
+}
+
+std::shared_ptr<const YieldStmt> YieldStmt::Make(std::vector<Operand> values, Span span) {
+  return std::make_shared<const YieldStmt>(std::move(values), std::move(span));
+}
+
+std::string_view DirectionName(Direction d) {
+  switch (d) {
+    case Direction::kIn: return "in";
+    case Direction::kOut: return "out";
+    case Direction::kInOut: return "inout";
+  }
+  return "?";
+}
+
+const Func* Module::Find(std::string_view name) const {
+  for (const auto& f : funcs)
+    if (f->name == name) return f.get();
+  return nullptr;
+}
+
+}  // namespace ptox::ir

@@ -1,0 +1,231 @@
+// Verifier implementation: one recursive walk with a scope stack of defined values.
+//
+// Checks, per statement kind:
+//   op     - operands are in scope; the type rule holds and matches the recorded result type;
+//            tile ops appear only inside `incore`; stores never target `in` parameters;
+//            constant offsets into static dims are in bounds.
+//   for    - bounds are integer scalars, a constant step is positive, the body ends in a yield
+//            matching the loop-carried values.
+//   if     - the condition is a bool scalar; both arms yield the result types.
+//   incore - not nested in another incore.
+//   yield  - only as the last statement of a for / if body.
+// Complexity: linear in the number of statements and operands.
+#include "ir/verifier.h"
+
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/type_rules.h"
+
+namespace ptox::ir {
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Func& f) : func_(f) {}
+
+  void Run() {
+    std::set<std::string> names;
+    for (const Param& p : func_.params) {
+      PTOX_CHECK(p.value->type.is_tensor() || p.value->type.is_scalar(), func_.span)
+          << "parameter %" << p.value->name << " of @" << func_.name
+          << " must be a tensor or a scalar, got " << p.value->type.ToString();
+      PTOX_CHECK(p.value->type.is_tensor() || p.dir == Direction::kIn, func_.span)
+          << "scalar parameter %" << p.value->name << " must be 'in'";
+      if (p.value->type.is_tensor()) {
+        PTOX_CHECK(p.value->type.rank() >= 1 && p.value->type.rank() <= kMaxTensorRank, func_.span)
+            << "parameter %" << p.value->name << " must have rank 1.." << kMaxTensorRank;
+        for (const Dim& d : p.value->type.shape()) {
+          PTOX_CHECK(!d.is_static() || d.size >= 0, func_.span)
+              << "parameter %" << p.value->name << " has a negative dimension";
+        }
+      }
+      Define(p.value, func_.span);
+      directions_[p.value.get()] = p.dir;
+    }
+    VerifyBlock(func_.body, BlockRole::kFunc, {});
+  }
+
+ private:
+  enum class BlockRole { kFunc, kFor, kIf, kIncore };
+
+  void Define(const Value& v, const Span& span) {
+    PTOX_CHECK(defined_.insert(v.get()).second, span)
+        << "value %" << v->name << " is defined more than once";
+    scope_.push_back(v.get());
+  }
+  void Use(const Operand& o, const Span& span) {
+    if (!o.is_value()) return;
+    PTOX_CHECK(InScope(o.value().get()), span)
+        << "use of %" << o.value()->name << " which is not defined in this scope";
+  }
+  bool InScope(const ValueNode* v) const {
+    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+      if (*it == v) return true;
+    return false;
+  }
+
+  // Verifies a nested block; `yield_types` are what its closing yield must carry.
+  void VerifyBlock(const Block& block, BlockRole role, const std::vector<Type>& yield_types,
+                   const Span& owner = {}) {
+    size_t mark = scope_.size();
+    bool yielded = false;
+    for (size_t i = 0; i < block.size(); ++i) {
+      const Stmt& s = *block[i];
+      if (s.kind() == StmtKind::kYield) {
+        PTOX_CHECK(role == BlockRole::kFor || role == BlockRole::kIf, s.span())
+            << "yield outside a for / if body";
+        PTOX_CHECK(i + 1 == block.size(), s.span()) << "yield must be the last statement";
+        const auto& vals = As<YieldStmt>(s).values();
+        PTOX_CHECK(vals.size() == yield_types.size(), s.span())
+            << "yield carries " << vals.size() << " values, expected " << yield_types.size();
+        for (size_t k = 0; k < vals.size(); ++k) {
+          Use(vals[k], s.span());
+          PTOX_CHECK(vals[k].type() == yield_types[k], s.span())
+              << "yield value " << k << " has type " << vals[k].type().ToString()
+              << ", expected " << yield_types[k].ToString();
+        }
+        yielded = true;
+        continue;
+      }
+      VerifyStmt(s);
+    }
+    PTOX_CHECK(yielded || yield_types.empty(), owner)
+        << "body must end with a yield of " << yield_types.size() << " values";
+    scope_.resize(mark);
+  }
+
+  void VerifyStmt(const Stmt& s) {
+    switch (s.kind()) {
+      case StmtKind::kOp: VerifyOp(As<OpStmt>(s)); break;
+      case StmtKind::kFor: VerifyFor(As<ForStmt>(s)); break;
+      case StmtKind::kIf: VerifyIf(As<IfStmt>(s)); break;
+      case StmtKind::kIncore: {
+        PTOX_CHECK(incore_depth_ == 0, s.span()) << "incore scopes cannot nest";
+        ++incore_depth_;
+        VerifyBlock(As<IncoreStmt>(s).body(), BlockRole::kIncore, {});
+        --incore_depth_;
+        break;
+      }
+      case StmtKind::kYield: PTOX_ICHECK(false) << "yield handled by VerifyBlock"; break;
+    }
+  }
+
+  void VerifyOp(const OpStmt& op) {
+    const Span& span = op.span();
+    for (const Operand& a : op.args()) Use(a, span);
+    const OpFamily family = FamilyOf(op.op());
+    std::string_view name = OpName(op.op());
+    if (name.substr(0, 5) == "tile.") {
+      PTOX_CHECK(incore_depth_ > 0, span) << name << " must be inside an incore scope";
+    }
+    std::optional<Type> declared;
+    if (HasExplicitType(family) && !op.results().empty()) declared = op.result()->type;
+    std::optional<Type> t = InferOpType(op.op(), op.args(), op.attrs(), declared, span);
+    PTOX_CHECK(op.results().size() == (t ? 1u : 0u), span)
+        << name << " must have " << (t ? 1 : 0) << " results";
+    if (t) {
+      PTOX_CHECK(*t == op.result()->type, span)
+          << name << " result type " << op.result()->type.ToString() << " should be "
+          << t->ToString();
+    }
+    if (family == OpFamily::kStore) {
+      const Value& dst = op.args()[1].value();
+      auto it = directions_.find(dst.get());
+      PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)
+          << "tile.store writes %" << dst->name << ", an 'in' parameter";
+    }
+    if (family == OpFamily::kLoad || family == OpFamily::kStore)
+      CheckConstantBounds(op, family == OpFamily::kLoad ? 0 : 1);
+    for (const Value& r : op.results()) Define(r, span);
+  }
+
+  // A constant offset at or past a static dim (or negative) can never touch valid data.
+  void CheckConstantBounds(const OpStmt& op, size_t tensor_pos) {
+    const Type& tensor = op.args()[tensor_pos].type();
+    for (int d = 0; d < tensor.rank(); ++d) {
+      const Operand& off = op.args()[tensor_pos + 1 + d];
+      if (!off.is_int()) continue;
+      PTOX_CHECK(off.int_value() >= 0, op.span())
+          << OpName(op.op()) << " offset " << off.int_value() << " in dim " << d
+          << " is negative";
+      const Dim& dim = tensor.shape()[d];
+      if (dim.is_static()) {
+        PTOX_CHECK(off.int_value() < dim.size, op.span())
+            << OpName(op.op()) << " offset " << off.int_value() << " in dim " << d
+            << " is out of bounds for " << tensor.ToString();
+      }
+    }
+  }
+
+  void CheckIndex(const Operand& o, const Span& span, const char* what) {
+    Use(o, span);
+    PTOX_CHECK(o.is_int() || (o.type().is_scalar() && IsInteger(o.type().dtype())), span)
+        << "for " << what << " must be an integer scalar, got " << o.type().ToString();
+  }
+
+  void VerifyFor(const ForStmt& f) {
+    const Span& span = f.span();
+    CheckIndex(f.lb(), span, "lower bound");
+    CheckIndex(f.ub(), span, "upper bound");
+    CheckIndex(f.step(), span, "step");
+    PTOX_CHECK(!f.step().is_int() || f.step().int_value() > 0, span)
+        << "for step must be positive, got " << f.step().int_value();
+    PTOX_CHECK(f.iv()->type == Type::Scalar(DType::kIndex), span)
+        << "loop variable must be an index";
+    PTOX_CHECK(f.iter_args().size() == f.inits().size() &&
+                   f.results().size() == f.inits().size(),
+               span)
+        << "for has " << f.inits().size() << " inits, " << f.iter_args().size()
+        << " loop-carried values and " << f.results().size() << " results";
+    std::vector<Type> types;
+    for (size_t i = 0; i < f.inits().size(); ++i) {
+      Use(f.inits()[i], span);
+      const Type& t = f.iter_args()[i]->type;
+      PTOX_CHECK(f.inits()[i].type() == t && f.results()[i]->type == t, span)
+          << "loop-carried value " << i << " types differ";
+      types.push_back(t);
+    }
+    size_t mark = scope_.size();
+    Define(f.iv(), span);
+    for (const Value& v : f.iter_args()) Define(v, span);
+    VerifyBlock(f.body(), BlockRole::kFor, types, span);
+    scope_.resize(mark);
+    for (const Value& r : f.results()) Define(r, span);
+  }
+
+  void VerifyIf(const IfStmt& s) {
+    const Span& span = s.span();
+    Use(s.cond(), span);
+    PTOX_CHECK(s.cond().type() == Type::Scalar(DType::kBool), span)
+        << "if condition must be a bool scalar, got " << s.cond().type().ToString();
+    std::vector<Type> types;
+    for (const Value& r : s.results()) types.push_back(r->type);
+    VerifyBlock(s.then_body(), BlockRole::kIf, types, span);
+    VerifyBlock(s.else_body(), BlockRole::kIf, types, span);
+    for (const Value& r : s.results()) Define(r, span);
+  }
+
+  const Func& func_;
+  std::unordered_set<const ValueNode*> defined_;
+  std::vector<const ValueNode*> scope_;
+  std::unordered_map<const ValueNode*, Direction> directions_;
+  int incore_depth_ = 0;
+};
+
+}  // namespace
+
+void Verify(const Func& func) { Verifier(func).Run(); }
+
+void Verify(const Module& module) {
+  std::set<std::string> names;
+  for (const auto& f : module.funcs) {
+    PTOX_CHECK(names.insert(f->name).second, f->span) << "function @" << f->name
+                                                      << " is defined more than once";
+    Verify(*f);
+  }
+}
+
+}  // namespace ptox::ir

@@ -1,0 +1,39 @@
+// Op codes and their static properties, generated from ops.def.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace ptox::ir {
+
+enum class OpCode : uint16_t {
+#define PTOX_OP(e, name, family, fn) k##e,
+#include "ops/ops.def"
+#undef PTOX_OP
+};
+
+enum class OpFamily : uint8_t {
+  kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
+  kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
+  kMatmulAcc, kScalarBinary, kScalarCompare, kScalarSelect, kScalarCast, kDim,
+};
+
+struct OpInfo {
+  std::string_view name;
+  OpFamily family;
+};
+
+const OpInfo& GetOpInfo(OpCode op);
+std::optional<OpCode> LookupOp(std::string_view name);
+inline std::string_view OpName(OpCode op) { return GetOpInfo(op).name; }
+inline OpFamily FamilyOf(OpCode op) { return GetOpInfo(op).family; }
+
+// Text format: ops whose result type cannot be inferred print it (`: tile<...>`).
+bool HasExplicitType(OpFamily family);
+// Indexed ops print `%t[%i, %j]` for the operand at this position (-1: plain operand list).
+// load / slice: position 0; store / assemble: position 1.
+int IndexedOperandPos(OpFamily family);
+// Ops that produce no SSA result (side effects only).
+inline bool HasNoResult(OpFamily family) { return family == OpFamily::kStore; }
+
+}  // namespace ptox::ir

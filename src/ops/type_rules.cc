@@ -1,0 +1,344 @@
+// Per-family type rules for the ops in ops.def.
+#include "ops/type_rules.h"
+
+#include <string>
+
+namespace ptox::ir {
+namespace {
+
+std::string Describe(const Operand& a) {
+  if (a.is_value()) return "'" + a.type().ToString() + "'";
+  return a.is_int() ? "integer immediate" : "float immediate";
+}
+
+// Whether operand `a` can stand where a scalar of dtype `want` is expected. Immediates adapt:
+// integer immediates fit any integer or float type, float immediates any float type.
+bool FitsScalar(const Operand& a, DType want) {
+  if (a.is_int()) return want != DType::kBool;
+  if (a.is_float()) return IsFloat(want);
+  return a.type() == Type::Scalar(want);
+}
+
+class Checker {
+ public:
+  Checker(OpCode op, const std::vector<Operand>& args, const Span& span)
+      : op_(op), args_(args), span_(span) {}
+
+  void Arity(size_t n) const {
+    PTOX_CHECK(args_.size() == n, span_)
+        << OpName(op_) << " expects " << n << " operands, got " << args_.size();
+  }
+  void MinArity(size_t n) const {
+    PTOX_CHECK(args_.size() >= n, span_)
+        << OpName(op_) << " expects at least " << n << " operands, got " << args_.size();
+  }
+  const Type& Tile(size_t i) const {
+    PTOX_CHECK(args_[i].is_value() && args_[i].type().is_tile(), span_)
+        << OpName(op_) << " operand " << i << " must be a tile, got " << Describe(args_[i]);
+    return args_[i].value()->type;
+  }
+  const Type& Tensor(size_t i) const {
+    PTOX_CHECK(args_[i].is_value() && args_[i].type().is_tensor(), span_)
+        << OpName(op_) << " operand " << i << " must be a tensor, got " << Describe(args_[i]);
+    return args_[i].value()->type;
+  }
+  void Index(size_t i) const {
+    const Operand& a = args_[i];
+    PTOX_CHECK(a.is_int() || (a.is_value() && a.type().is_scalar() && IsInteger(a.type().dtype())),
+               span_)
+        << OpName(op_) << " operand " << i << " must be an integer index, got " << Describe(a);
+  }
+  void Scalar(size_t i, DType want) const {
+    PTOX_CHECK(FitsScalar(args_[i], want), span_)
+        << OpName(op_) << " operand " << i << " must be a " << DTypeName(want) << " scalar, got "
+        << Describe(args_[i]);
+  }
+  void Numeric(const Type& t) const {
+    PTOX_CHECK(t.dtype() != DType::kBool && t.dtype() != DType::kIndex, span_)
+        << OpName(op_) << " does not accept " << t.ToString();
+  }
+  void FloatOnly(const Type& t) const {
+    PTOX_CHECK(IsFloat(t.dtype()), span_)
+        << OpName(op_) << " needs a float tile, got " << t.ToString();
+  }
+  // Second operand of an elementwise binary op: a tile of the same type or a fitting scalar.
+  void TileOrScalar(size_t i, const Type& like) const {
+    if (args_[i].is_value() && args_[i].type().is_tile()) {
+      PTOX_CHECK(args_[i].type() == like, span_)
+          << OpName(op_) << " operands must have the same type: " << like.ToString() << " vs "
+          << args_[i].type().ToString();
+    } else {
+      Scalar(i, like.dtype());
+    }
+  }
+  const Type& Declared(const std::optional<Type>& declared) const {
+    PTOX_CHECK(declared.has_value(), span_) << OpName(op_) << " needs a result type (': type')";
+    return *declared;
+  }
+  const Span& span() const { return span_; }
+  std::string_view name() const { return OpName(op_); }
+
+ private:
+  OpCode op_;
+  const std::vector<Operand>& args_;
+  const Span& span_;
+};
+
+// Offsets into a tensor: one per dim; the tile covers the last two dims (or the last one).
+void CheckTensorAccess(const Checker& c, const Type& tensor, const Type& tile, size_t first_offset,
+                       size_t num_args) {
+  PTOX_CHECK(num_args - first_offset == static_cast<size_t>(tensor.rank()), c.span())
+      << c.name() << " needs " << tensor.rank() << " offsets for " << tensor.ToString() << ", got "
+      << num_args - first_offset;
+  for (size_t i = first_offset; i < num_args; ++i) c.Index(i);
+  PTOX_CHECK(tile.dtype() == tensor.dtype(), c.span())
+      << c.name() << " dtype mismatch: " << tile.ToString() << " vs " << tensor.ToString();
+  PTOX_CHECK(tensor.rank() >= 2 || tile.rows() == 1, c.span())
+      << c.name() << " on a rank-1 tensor needs a 1xC tile, got " << tile.ToString();
+}
+
+Type CheckMatmul(const Checker& c, const Type& a, const Type& b, bool transpose_b) {
+  PTOX_CHECK(a.dtype() == b.dtype(), c.span())
+      << c.name() << " operand dtypes differ: " << a.ToString() << " vs " << b.ToString();
+  PTOX_CHECK(IsFloat(a.dtype()), c.span()) << c.name() << " needs float tiles, got " << a.ToString();
+  int64_t k_b = transpose_b ? b.cols() : b.rows();
+  int64_t n = transpose_b ? b.rows() : b.cols();
+  PTOX_CHECK(a.cols() == k_b, c.span())
+      << c.name() << " inner dimensions differ: " << a.ToString() << " x " << b.ToString()
+      << (transpose_b ? " (transposed)" : "");
+  return Type::Tile(a.rows(), n, DType::kF32);
+}
+
+bool TransposeB(const Attrs& attrs) {
+  auto it = attrs.find("transpose_b");
+  return it != attrs.end() && std::get<bool>(it->second);
+}
+
+}  // namespace
+
+void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
+  OpFamily f = FamilyOf(op);
+  for (const auto& [name, value] : attrs) {
+    bool ok = false;
+    if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
+    if (name == "transpose_b")
+      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc) &&
+           std::holds_alternative<bool>(value);
+    PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name
+                         << "' of this kind";
+  }
+}
+
+std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, const Attrs& attrs,
+                                const std::optional<Type>& declared, const Span& span) {
+  CheckOpAttrs(op, attrs, span);
+  Checker c(op, args, span);
+  const OpFamily family = FamilyOf(op);
+  if (declared && !HasExplicitType(family)) {
+    PTOX_FAIL(span) << OpName(op) << " infers its result type; remove ': "
+                    << declared->ToString() << "'";
+  }
+  auto want_tile = [&](const Type& t) {
+    PTOX_CHECK(t.is_tile(), span) << OpName(op) << " result must be a tile, got " << t.ToString();
+    PTOX_CHECK(t.rows() > 0 && t.cols() > 0, span)
+        << OpName(op) << " tile extents must be positive, got " << t.ToString();
+    return t;
+  };
+  switch (family) {
+    case OpFamily::kLoad: {
+      c.MinArity(2);
+      const Type& tensor = c.Tensor(0);
+      Type tile = want_tile(c.Declared(declared));
+      CheckTensorAccess(c, tensor, tile, 1, args.size());
+      return tile;
+    }
+    case OpFamily::kStore: {
+      c.MinArity(3);
+      const Type& tile = c.Tile(0);
+      const Type& tensor = c.Tensor(1);
+      CheckTensorAccess(c, tensor, tile, 2, args.size());
+      return std::nullopt;
+    }
+    case OpFamily::kFull: {
+      c.Arity(1);
+      Type tile = want_tile(c.Declared(declared));
+      c.Scalar(0, tile.dtype());
+      return tile;
+    }
+    case OpFamily::kBinary: {
+      c.Arity(2);
+      const Type& a = c.Tile(0);
+      c.Numeric(a);
+      c.TileOrScalar(1, a);
+      return a;
+    }
+    case OpFamily::kUnary: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      c.Numeric(a);
+      if (op != OpCode::kTileNeg && op != OpCode::kTileAbs && op != OpCode::kTileRelu)
+        c.FloatOnly(a);
+      return a;
+    }
+    case OpFamily::kCompare: {
+      c.Arity(2);
+      const Type& a = c.Tile(0);
+      c.Numeric(a);
+      c.TileOrScalar(1, a);
+      return a.WithDType(DType::kBool);
+    }
+    case OpFamily::kSelect: {
+      c.Arity(3);
+      const Type& cond = c.Tile(0);
+      PTOX_CHECK(cond.dtype() == DType::kBool, span)
+          << "tile.select condition must be a bool tile, got " << cond.ToString();
+      const Type& a = c.Tile(1);
+      PTOX_CHECK(a.rows() == cond.rows() && a.cols() == cond.cols(), span)
+          << "tile.select condition shape " << cond.ToString() << " differs from " << a.ToString();
+      c.TileOrScalar(2, a);
+      return a;
+    }
+    case OpFamily::kCast: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      Type to = want_tile(c.Declared(declared));
+      PTOX_CHECK(to.rows() == a.rows() && to.cols() == a.cols(), span)
+          << "tile.cast cannot change the shape: " << a.ToString() << " -> " << to.ToString();
+      PTOX_CHECK(to.dtype() != DType::kIndex && a.dtype() != DType::kIndex, span)
+          << "tile.cast does not take index tiles";
+      return to;
+    }
+    case OpFamily::kRowReduce:
+    case OpFamily::kColReduce: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      c.Numeric(a);
+      return family == OpFamily::kRowReduce ? Type::Tile(a.rows(), 1, a.dtype())
+                                            : Type::Tile(1, a.cols(), a.dtype());
+    }
+    case OpFamily::kRowArgmax: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      c.Numeric(a);
+      return Type::Tile(a.rows(), 1, DType::kI32);
+    }
+    case OpFamily::kRowExpand:
+    case OpFamily::kColExpand: {
+      c.Arity(2);
+      const Type& a = c.Tile(0);
+      const Type& b = c.Tile(1);
+      c.Numeric(a);
+      bool row = family == OpFamily::kRowExpand;
+      Type want = row ? Type::Tile(a.rows(), 1, a.dtype()) : Type::Tile(1, a.cols(), a.dtype());
+      PTOX_CHECK(b == want, span) << OpName(op) << " needs a " << want.ToString()
+                                  << " operand for " << a.ToString() << ", got " << b.ToString();
+      return a;
+    }
+    case OpFamily::kTranspose: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      return Type::Tile(a.cols(), a.rows(), a.dtype());
+    }
+    case OpFamily::kReshape: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      Type to = want_tile(c.Declared(declared));
+      PTOX_CHECK(to.dtype() == a.dtype() && to.rows() * to.cols() == a.rows() * a.cols(), span)
+          << "tile.reshape must keep the dtype and element count: " << a.ToString() << " -> "
+          << to.ToString();
+      return to;
+    }
+    case OpFamily::kSlice: {
+      c.Arity(3);
+      const Type& a = c.Tile(0);
+      c.Index(1);
+      c.Index(2);
+      Type to = want_tile(c.Declared(declared));
+      PTOX_CHECK(to.dtype() == a.dtype() && to.rows() <= a.rows() && to.cols() <= a.cols(), span)
+          << "tile.slice result " << to.ToString() << " does not fit in " << a.ToString();
+      for (int i = 0; i < 2; ++i) {
+        const Operand& off = args[1 + i];
+        int64_t lim = (i == 0 ? a.rows() - to.rows() : a.cols() - to.cols());
+        PTOX_CHECK(!off.is_int() || (off.int_value() >= 0 && off.int_value() <= lim), span)
+            << "tile.slice offset " << off.int_value() << " is out of bounds (0.." << lim << ")";
+      }
+      return to;
+    }
+    case OpFamily::kAssemble: {
+      c.Arity(4);
+      const Type& dst = c.Tile(0);
+      const Type& src = c.Tile(1);
+      c.Index(2);
+      c.Index(3);
+      PTOX_CHECK(src.dtype() == dst.dtype() && src.rows() <= dst.rows() && src.cols() <= dst.cols(),
+                 span)
+          << "tile.assemble source " << src.ToString() << " does not fit in " << dst.ToString();
+      for (int i = 0; i < 2; ++i) {
+        const Operand& off = args[2 + i];
+        int64_t lim = (i == 0 ? dst.rows() - src.rows() : dst.cols() - src.cols());
+        PTOX_CHECK(!off.is_int() || (off.int_value() >= 0 && off.int_value() <= lim), span)
+            << "tile.assemble offset " << off.int_value() << " is out of bounds (0.." << lim
+            << ")";
+      }
+      return dst;
+    }
+    case OpFamily::kMatmul: {
+      c.Arity(2);
+      return CheckMatmul(c, c.Tile(0), c.Tile(1), TransposeB(attrs));
+    }
+    case OpFamily::kMatmulAcc: {
+      c.Arity(3);
+      const Type& acc = c.Tile(0);
+      Type r = CheckMatmul(c, c.Tile(1), c.Tile(2), TransposeB(attrs));
+      PTOX_CHECK(acc == r, span) << "tile.matmul_acc accumulator must be " << r.ToString()
+                                 << ", got " << acc.ToString();
+      return acc;
+    }
+    case OpFamily::kScalarBinary:
+    case OpFamily::kScalarCompare: {
+      c.Arity(2);
+      // The type comes from the first SSA operand; two immediates are index (or f32) scalars.
+      Type t = args[0].is_value() ? args[0].type() : args[1].type();
+      if (!args[0].is_value() && !args[1].is_value() && (args[0].is_float() || args[1].is_float()))
+        t = Type::Scalar(DType::kF32);
+      PTOX_CHECK(t.is_scalar() && t.dtype() != DType::kBool, span)
+          << OpName(op) << " needs numeric scalars, got " << t.ToString();
+      c.Scalar(0, t.dtype());
+      c.Scalar(1, t.dtype());
+      if (op == OpCode::kArithRem) {
+        PTOX_CHECK(IsInteger(t.dtype()), span) << "arith.rem needs integer scalars";
+      }
+      return family == OpFamily::kScalarCompare ? Type::Scalar(DType::kBool) : t;
+    }
+    case OpFamily::kScalarSelect: {
+      c.Arity(3);
+      c.Scalar(0, DType::kBool);
+      Type t = args[1].is_value() ? args[1].type() : args[2].type();
+      PTOX_CHECK(t.is_scalar(), span) << "arith.select needs scalars, got " << t.ToString();
+      c.Scalar(1, t.dtype());
+      c.Scalar(2, t.dtype());
+      return t;
+    }
+    case OpFamily::kScalarCast: {
+      c.Arity(1);
+      Type to = c.Declared(declared);
+      PTOX_CHECK(to.is_scalar() && args[0].type().is_scalar(), span)
+          << "arith.cast converts scalars, got " << args[0].type().ToString() << " -> "
+          << to.ToString();
+      return to;
+    }
+    case OpFamily::kDim: {
+      c.Arity(2);
+      const Type& t = c.Tensor(0);
+      PTOX_CHECK(args[1].is_int() && args[1].int_value() >= 0 &&
+                     args[1].int_value() < t.rank(),
+                 span)
+          << "tensor.dim axis must be an integer in [0, " << t.rank() << ")";
+      return Type::Scalar(DType::kIndex);
+    }
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+}  // namespace ptox::ir

@@ -1,0 +1,87 @@
+// Compiler-internal errors: user errors carry a source span, internal errors a ptox source line.
+// The compiler throws these; src/driver and the public API turn them into ptox::Status.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "ptox/status.h"
+
+namespace ptox {
+
+// A location in a .pto file (1-based); file may be empty for IR built in C++.
+struct Span {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  bool known() const { return line > 0; }
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(StatusCode code, std::string message)
+      : std::runtime_error(message), code_(code) {}
+  StatusCode code() const { return code_; }
+  Status ToStatus() const { return Status(code_, what()); }
+
+ private:
+  StatusCode code_;
+};
+
+namespace detail {
+// Collects `<< msg` and throws on destruction of the full expression (via Throw()).
+class ErrorBuilder {
+ public:
+  ErrorBuilder(StatusCode code, std::string prefix) : code_(code) { os_ << prefix; }
+  template <typename T>
+  ErrorBuilder& operator<<(const T& v) {
+    os_ << v;
+    return *this;
+  }
+  [[noreturn]] void Throw() const { throw Error(code_, os_.str()); }
+
+ private:
+  StatusCode code_;
+  std::ostringstream os_;
+};
+// `Voidify() & builder` binds looser than <<, so the whole message is built before Throw().
+struct Thrower {
+  [[noreturn]] void operator&(const ErrorBuilder& b) const { b.Throw(); }
+};
+std::string SpanPrefix(const Span& span);
+std::string InternalPrefix(const char* file, int line);
+}  // namespace detail
+
+}  // namespace ptox
+
+// User error at a source span: `PTOX_CHECK(cond, span) << "message"` -> "file:line:col: error: message".
+#define PTOX_CHECK(cond, span)                  \
+  if (cond) {                                   \
+  } else                                        \
+    ::ptox::detail::Thrower() &                 \
+        ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kInvalid, \
+                                     ::ptox::detail::SpanPrefix(span))
+
+// Unconditional user error.
+#define PTOX_FAIL(span) PTOX_CHECK(false, span)
+
+// A ptox bug: "internal error [src/...:line]: message".
+#define PTOX_ICHECK(cond)                       \
+  if (cond) {                                   \
+  } else                                        \
+    ::ptox::detail::Thrower() &                 \
+        ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kInternal, \
+                                     ::ptox::detail::InternalPrefix(__FILE__, __LINE__))
+
+// A documented limitation: "unsupported: message".
+#define PTOX_UNSUPPORTED()      \
+  ::ptox::detail::Thrower() &   \
+      ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kUnsupported, "unsupported: ")
+
+// A failure while running a program (interpreter or runtime): "runtime error: message".
+#define PTOX_RUNTIME_CHECK(cond) \
+  if (cond) {                    \
+  } else                         \
+    ::ptox::detail::Thrower() &  \
+        ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kRuntime, "runtime error: ")
