@@ -1,0 +1,106 @@
+// The public API (ptox/ptox.h): the one place where compiler exceptions become Status.
+#include <fstream>
+#include <sstream>
+
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "ptox/ptox.h"
+
+namespace ptox {
+namespace {
+
+// Runs `fn`, converting any exception into a Status.
+template <typename F>
+Status Guard(F&& fn) {
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const Error& e) {
+    return e.ToStatus();
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kRuntime, "runtime error: out of memory");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInternal, std::string("internal error: ") + e.what());
+  }
+}
+
+const ir::Func* Entry(const ir::Module& m, std::string_view name) {
+  if (name.empty()) {
+    PTOX_CHECK(!m.funcs.empty(), Span{}) << "the module has no functions";
+    return m.funcs.back().get();
+  }
+  const ir::Func* f = m.Find(name);
+  PTOX_CHECK(f != nullptr, Span{}) << "no function @" << name << " in the module";
+  return f;
+}
+
+}  // namespace
+
+Result<Program> Program::FromModule(ir::Module module) {
+  Program p;
+  Status s = Guard([&] {
+    ir::Verify(module);
+    p.module_ = std::make_shared<const ir::Module>(std::move(module));
+  });
+  if (!s.ok()) return s;
+  return p;
+}
+
+Result<Program> Program::Parse(std::string_view text, const std::string& filename) {
+  ir::Module m;
+  Status s = Guard([&] { m = ir::Parse(text, filename); });
+  if (!s.ok()) return s;
+  return FromModule(std::move(m));
+}
+
+Result<Program> Program::FromFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kInvalid, "error: cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Parse(ss.str(), path);
+}
+
+std::string Program::ToText() const { return ir::Print(*module_); }
+
+std::vector<std::string> Program::FunctionNames() const {
+  std::vector<std::string> names;
+  for (const auto& f : module_->funcs) names.push_back(f->name);
+  return names;
+}
+
+Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const {
+  std::vector<ParamInfo> out;
+  Status s = Guard([&] {
+    const ir::Func* f = Entry(*module_, function);
+    for (const ir::Param& p : f->params) {
+      ParamInfo info;
+      info.name = p.value->name;
+      info.dir = static_cast<ParamDirection>(p.dir);
+      info.is_tensor = p.value->type.is_tensor();
+      info.dtype = p.value->type.dtype();
+      if (info.is_tensor)
+        for (const ir::Dim& d : p.value->type.shape()) info.dims.push_back({d.size, d.sym});
+      out.push_back(std::move(info));
+    }
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+std::vector<std::string> AvailableTargets() { return {"interp"}; }
+
+Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options) {
+  return Guard([&] {
+    const ir::Func* f = Entry(program.module(), options.function);
+    if (options.target == "interp") {
+      interp::Run(*f, args);
+      return;
+    }
+    PTOX_UNSUPPORTED() << "unknown target '" << options.target << "' (available: interp)";
+  });
+}
+
+}  // namespace ptox
