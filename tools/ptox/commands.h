@@ -1,0 +1,22 @@
+// Subcommand registration: each cmd_<name>.cc adds one CLI11 subcommand and its handler.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "ptox/status.h"
+
+namespace ptox::cli {
+
+// A subcommand's handler runs after parsing succeeded; it returns the process exit code.
+using Handler = std::function<int()>;
+
+Handler RegisterRun(CLI::App& app);
+Handler RegisterOpt(CLI::App& app);
+Handler RegisterDoctor(CLI::App& app);
+
+// Prints a failed status to stderr and returns its exit code (DESIGN.md: 1 invalid, 2
+// unsupported, 3 toolchain, 4 runtime, 70 internal).
+int Fail(const Status& status);
+
+}  // namespace ptox::cli
