@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, command 1: set up, build in Release, run every example (each must end with OK).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake --preset release >/dev/null
+cmake --build --preset release
+bash scripts/run_examples.sh build/release/ptox "$@"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs whatever ptox needs that this Debian 12 machine lacks (Debian packages only).
+# Idempotent: packages already present are left alone, and nothing runs apt when none is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ clang-14 libclang-rt-14-dev  # toolchain (clang: libFuzzer)
+  llvm-14-tools                                      # lit, FileCheck, not (golden tests)
+  googletest libgtest-dev libbenchmark-dev           # tests and benchmarks
+  nlohmann-json3-dev libfmt-dev libcli11-dev         # JSON, formatting, CLI parsing
+  libhwy-dev                                         # portable SIMD (CPU backend)
+  binutils python3                                   # objdump; lit runs on python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
