@@ -7,6 +7,7 @@
 //                                      ..., ...}, {.target = "interp"});
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,17 @@ struct RunOptions {
 // aliases another argument is rejected. Returns kInvalid for bad arguments, kUnsupported for an
 // unknown target, kRuntime for failures while running.
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options = {});
+
+// Runs IR passes over a program (ptox opt). Every pass is followed by the verifier.
+struct TransformOptions {
+  std::vector<std::string> passes;  // pass names in order (see ListPasses)
+  // Called after each pass with its name and the resulting IR text (--print-ir-after-all).
+  std::function<void(std::string_view pass, const std::string& ir_text)> after_pass;
+};
+Result<Program> Transform(const Program& program, const TransformOptions& options);
+// (name, summary) of every pass; DefaultPipeline() lists the default order.
+std::vector<std::pair<std::string, std::string>> ListPasses();
+std::vector<std::string> DefaultPipeline();
 
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();

@@ -6,6 +6,8 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/pass.h"
+#include "passes/pipeline.h"
 #include "ptox/ptox.h"
 
 namespace ptox {
@@ -89,6 +91,29 @@ Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const 
   if (!s.ok()) return s;
   return out;
 }
+
+Result<Program> Transform(const Program& program, const TransformOptions& options) {
+  ir::Module m;
+  Status s = Guard([&] {
+    passes::PipelineOptions popts;
+    if (options.after_pass) {
+      popts.after_pass = [&](std::string_view name, const ir::Module& mod) {
+        options.after_pass(name, ir::Print(mod));
+      };
+    }
+    m = passes::RunPipeline(program.module(), options.passes, popts);
+  });
+  if (!s.ok()) return s;
+  return Program::FromModule(std::move(m));
+}
+
+std::vector<std::pair<std::string, std::string>> ListPasses() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& p : passes::AllPasses()) out.emplace_back(p.name, p.summary);
+  return out;
+}
+
+std::vector<std::string> DefaultPipeline() { return passes::DefaultPipeline(); }
 
 std::vector<std::string> AvailableTargets() { return {"interp"}; }
 

@@ -1,0 +1,59 @@
+// The readable default pipeline and the runner that applies passes in order.
+#include "passes/pipeline.h"
+
+#include "ir/verifier.h"
+#include "passes/pass.h"
+
+namespace ptox::passes {
+
+const std::vector<PassInfo>& AllPasses() {
+  static const std::vector<PassInfo> passes = {
+#define PTOX_PASS(fn, name, summary) {name, summary, &fn},
+#include "passes/passes.def"
+#undef PTOX_PASS
+  };
+  return passes;
+}
+
+const PassInfo* FindPass(std::string_view name) {
+  for (const PassInfo& p : AllPasses())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+const std::vector<std::string>& DefaultPipeline() {
+  static const std::vector<std::string> pipeline = {
+      "fold-constants",  // static sizes and index arithmetic become immediates
+      "dce",             // drop what folding left unused
+  };
+  return pipeline;
+}
+
+ir::Module RunPipeline(const ir::Module& module, const std::vector<std::string>& names,
+                       const PipelineOptions& options) {
+  std::vector<const PassInfo*> passes;
+  for (const std::string& n : names) {
+    const PassInfo* p = FindPass(n);
+    if (p == nullptr) {
+      std::string known;
+      for (const PassInfo& q : AllPasses()) known += (known.empty() ? "" : ", ") + std::string(q.name);
+      PTOX_FAIL(Span{}) << "unknown pass '" << n << "' (known: " << known << ")";
+    }
+    passes.push_back(p);
+  }
+  ir::Module m = module;
+  for (const PassInfo* p : passes) {
+    m = p->run(m);
+    if (options.verify_each) {
+      try {
+        ir::Verify(m);
+      } catch (const Error& e) {
+        PTOX_ICHECK(false) << "pass '" << p->name << "' produced invalid IR: " << e.what();
+      }
+    }
+    if (options.after_pass) options.after_pass(p->name, m);
+  }
+  return m;
+}
+
+}  // namespace ptox::passes
