@@ -8,6 +8,7 @@ packages=(
   llvm-14-tools                                      # lit, FileCheck, not (golden tests)
   googletest libgtest-dev libbenchmark-dev           # tests and benchmarks
   nlohmann-json3-dev libfmt-dev libcli11-dev         # JSON, formatting, CLI parsing
+  libxxhash-dev                                      # compile-cache hashing
   libhwy-dev                                         # portable SIMD (CPU backend)
   binutils python3                                   # objdump; lit runs on python3
 )

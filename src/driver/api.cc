@@ -2,7 +2,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "driver/compile.h"
 #include "interp/interpreter.h"
+#include "ir/signature.h"
+#include "targets/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -115,7 +118,13 @@ std::vector<std::pair<std::string, std::string>> ListPasses() {
 
 std::vector<std::string> DefaultPipeline() { return passes::DefaultPipeline(); }
 
-std::vector<std::string> AvailableTargets() { return {"interp"}; }
+std::vector<std::string> AvailableTargets() {
+  std::vector<std::string> names;
+  for (const targets::Target* t : targets::AllTargets())
+    if (t->Available(nullptr)) names.emplace_back(t->name());
+  names.emplace_back("interp");
+  return names;
+}
 
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options) {
   return Guard([&] {
@@ -124,7 +133,9 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
       interp::Run(*f, args);
       return;
     }
-    PTOX_UNSUPPORTED() << "unknown target '" << options.target << "' (available: interp)";
+    const targets::Target& target = targets::GetTarget(options.target);
+    ir::BindArgs(*f, args);  // before compiling: bad arguments never cost a compile
+    driver::Compile(target, *f)->Run(args);
   });
 }
 

@@ -1,27 +1,10 @@
-// Running a program without a shell (posix_spawn) and capturing its stdout, stderr and exit code;
-// used by `ptox doctor` to ask compilers for their versions, and by the CLI tests.
+// The CLI uses the process runner from src/support (shared with the CPU toolchain).
 #pragma once
 
-#include <optional>
-#include <string>
-#include <vector>
+#include "support/subprocess.h"
 
 namespace ptox::cli {
-
-struct ProcessResult {
-  int exit_code = -1;  // the exit status; 128 + signal number when killed by a signal
-  bool timed_out = false;
-  std::string out;  // everything written to stdout
-  std::string err;  // everything written to stderr
-};
-
-// Runs argv[0] (a path, or a name searched on PATH) with stdin from /dev/null. Returns nullopt
-// when the program cannot be started. A run longer than timeout_ms is killed (timed_out = true).
-std::optional<ProcessResult> RunProcess(const std::vector<std::string>& argv,
-                                        int timeout_ms = 30000);
-
-// The full path of an executable named `name` in PATH, then in `extra_dirs`; nullopt if absent.
-std::optional<std::string> FindExecutable(const std::string& name,
-                                          const std::vector<std::string>& extra_dirs = {});
-
+using ptox::FindExecutable;
+using ptox::ProcessResult;
+using ptox::RunProcess;
 }  // namespace ptox::cli

@@ -1,6 +1,6 @@
 // posix_spawn + pipes + poll: runs a child process and collects both output streams without
 // deadlocking on a full pipe.
-#include "tools/ptox/subprocess.h"
+#include "support/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace ptox::cli {
+namespace ptox {
 namespace {
 
 // Closes the fds it owns on scope exit.
@@ -124,4 +124,4 @@ std::optional<ProcessResult> RunProcess(const std::vector<std::string>& argv, in
   return r;
 }
 
-}  // namespace ptox::cli
+}  // namespace ptox

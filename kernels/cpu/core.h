@@ -1,0 +1,164 @@
+// The CPU tile library's core: dtypes, storage types, tiles with a valid region, the error
+// context, and conversions between storage, f32 and scalars. Semantics follow src/interp exactly
+// (the interpreter is the specification); elementwise math comes from kernels/scalar.h.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/abi.h"
+#include "kernels/scalar.h"
+
+namespace ptox::cpu {
+
+enum class DT { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
+
+constexpr bool IsFloatDT(DT d) { return d == DT::kF32 || d == DT::kF16 || d == DT::kBF16; }
+
+// How a tile of each dtype is held: floats as f32 (bf16 / f16 values exactly representable in
+// their type), integers in their own width, bool as 0 / 1 bytes.
+template <DT D> struct StorageOf { using type = float; };
+template <> struct StorageOf<DT::kI8> { using type = int8_t; };
+template <> struct StorageOf<DT::kI32> { using type = int32_t; };
+template <> struct StorageOf<DT::kI64> { using type = int64_t; };
+template <> struct StorageOf<DT::kIndex> { using type = int64_t; };
+template <> struct StorageOf<DT::kBool> { using type = uint8_t; };
+template <DT D> using Storage = typename StorageOf<D>::type;
+
+// How an element sits in a tensor in memory (bf16 / f16 as their 16-bit patterns).
+template <DT D> struct MemoryOf { using type = Storage<D>; };
+template <> struct MemoryOf<DT::kBF16> { using type = uint16_t; };
+template <> struct MemoryOf<DT::kF16> { using type = uint16_t; };
+template <DT D> using Memory = typename MemoryOf<D>::type;
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+template <DT D> constexpr int64_t IntMin() {
+  if constexpr (D == DT::kBool) return 0;
+  else return std::numeric_limits<Storage<D>>::min();
+}
+template <DT D> constexpr int64_t IntMax() {
+  if constexpr (D == DT::kBool) return 1;
+  else return std::numeric_limits<Storage<D>>::max();
+}
+
+// An R x C tile whose top-left vr x vc elements are valid.
+template <DT D, int R, int C>
+struct Tile {
+  static constexpr DT kDType = D;
+  static constexpr int kRows = R, kCols = C;
+  using S = Storage<D>;
+  alignas(64) S v[R * C];
+  int64_t vr = R, vc = C;
+  S& at(int64_t r, int64_t c) { return v[r * C + c]; }
+  const S& at(int64_t r, int64_t c) const { return v[r * C + c]; }
+};
+
+template <typename T> struct IsTile : std::false_type {};
+template <DT D, int R, int C> struct IsTile<Tile<D, R, C>> : std::true_type {};
+
+// Errors raised inside a kernel: the first one is kept and the kernel returns.
+class Ctx {
+ public:
+  explicit Ctx(ErrorBuf* err) : err_(err) {}
+  bool failed() const { return failed_; }
+  int code() const { return 1; }
+  __attribute__((format(printf, 2, 3))) void Error(const char* fmt, ...) {
+    if (failed_) return;
+    failed_ = true;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(err_->message, sizeof(err_->message), fmt, ap);
+    va_end(ap);
+    err_->code = 1;
+  }
+  int Fail(const char* where, int64_t step) {
+    Error("%s: step must be positive, got %lld", where, static_cast<long long>(step));
+    return code();
+  }
+
+ private:
+  ErrorBuf* err_;
+  bool failed_ = false;
+};
+
+// f32 -> the storage value of a float dtype (round to nearest even for bf16 / f16).
+template <DT D>
+inline float RoundTo(float x) {
+  if constexpr (D == DT::kBF16) return scalar::Bf16ToF32(scalar::F32ToBf16(x));
+  else if constexpr (D == DT::kF16) return scalar::F16ToF32(scalar::F32ToF16(x));
+  else return x;
+}
+
+template <DT D>
+inline Storage<D> FromMemory(Memory<D> m) {
+  if constexpr (D == DT::kBF16) return scalar::Bf16ToF32(m);
+  else if constexpr (D == DT::kF16) return scalar::F16ToF32(m);
+  else if constexpr (D == DT::kBool) return m != 0 ? 1 : 0;
+  else return m;
+}
+template <DT D>
+inline Memory<D> ToMemory(Storage<D> s) {
+  if constexpr (D == DT::kBF16) return scalar::F32ToBf16(s);
+  else if constexpr (D == DT::kF16) return scalar::F32ToF16(s);
+  else return s;
+}
+
+// Float -> integer dtype: truncate toward zero, saturate, NaN -> 0 (as the interpreter).
+template <DT To>
+inline int64_t FloatToInt(float v) {
+  if (v != v) return 0;
+  double t = __builtin_trunc(static_cast<double>(v));
+  if (t >= 9223372036854775808.0) return IntMax<To>();
+  if (t < -9223372036854775808.0) return IntMin<To>();
+  int64_t i = static_cast<int64_t>(t);
+  return i < IntMin<To>() ? IntMin<To>() : (i > IntMax<To>() ? IntMax<To>() : i);
+}
+
+// Any scalar (C++ int64_t / double / float / bool) converted to dtype D's storage with the
+// interpreter's cast rules; integers that do not fit raise an error.
+template <DT D, typename X>
+inline Storage<D> ScalarAs(Ctx& ctx, X x) {
+  if constexpr (IsFloatDT(D)) {
+    return RoundTo<D>(static_cast<float>(x));
+  } else if constexpr (D == DT::kBool) {
+    return x != X(0) ? 1 : 0;
+  } else if constexpr (std::is_floating_point_v<X>) {
+    return static_cast<Storage<D>>(FloatToInt<D>(static_cast<float>(x)));
+  } else {
+    int64_t i = static_cast<int64_t>(x);
+    if (i < IntMin<D>() || i > IntMax<D>()) {
+      ctx.Error("value %lld does not fit in the operand type", static_cast<long long>(i));
+      return 0;
+    }
+    return static_cast<Storage<D>>(i);
+  }
+}
+
+// arith.cast / tile.cast element rule From -> To; false when an integer does not fit.
+template <DT From, DT To>
+inline bool CastValue(Storage<From> x, Storage<To>* out) {
+  if constexpr (IsFloatDT(To)) {
+    *out = RoundTo<To>(static_cast<float>(x));
+  } else if constexpr (To == DT::kBool) {
+    *out = x != Storage<From>(0) ? 1 : 0;
+  } else if constexpr (IsFloatDT(From)) {
+    *out = static_cast<Storage<To>>(FloatToInt<To>(x));
+  } else {
+    int64_t i = static_cast<int64_t>(x);
+    if (i < IntMin<To>() || i > IntMax<To>()) return false;
+    *out = static_cast<Storage<To>>(i);
+  }
+  return true;
+}
+
+// Scalar values in generated code: every integer dtype is an int64_t, floats are float.
+template <DT D>
+using ScalarC = std::conditional_t<IsFloatDT(D), float, std::conditional_t<D == DT::kBool, bool, int64_t>>;
+
+}  // namespace ptox::cpu

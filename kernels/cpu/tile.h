@@ -1,0 +1,12 @@
+// The CPU tile library: everything generated kernels call (one function per interpreter op).
+#pragma once
+
+#include "kernels/cpu/core.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/layout.h"
+#include "kernels/cpu/memory.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/scalar_ops.h"
+
+// Generated code exports exactly one symbol; the library builds with -fvisibility=hidden.
+#define PTOX_EXPORT extern "C" __attribute__((visibility("default")))

@@ -1,0 +1,19 @@
+// Compiling a function for a target through the pass pipeline and the compile cache.
+#pragma once
+
+#include <memory>
+
+#include "ir/ir.h"
+#include "targets/target.h"
+
+namespace ptox::driver {
+
+// The function after the default pass pipeline (what codegen sees).
+ir::Func Lower(const ir::Func& func);
+
+// Lowers, generates, builds (on a cache miss) and loads `func` for `target`. Executables are
+// also memoized in the process, so a second call costs one hash.
+std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
+                                                   const ir::Func& func);
+
+}  // namespace ptox::driver

@@ -1,0 +1,224 @@
+// The CPU targets: cpu-scalar, cpu-avx2, cpu-avx512 (one ISA each) and their toolchain — the host
+// C++ compiler found at run time, spawned directly (no shell), producing a shared object that is
+// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (support/cpu_features).
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/cpu/abi.h"
+#include "support/cpu_features.h"
+#include "support/subprocess.h"
+#include "targets/cpu/codegen.h"
+#include "targets/cpu/cpu_target.h"
+
+namespace ptox::targets::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder that holds kernels/ (generated code includes "kernels/cpu/tile.h").
+std::string KernelsRoot() {
+  if (const char* env = std::getenv("PTOX_KERNELS_DIR"); env && *env) return env;
+  return PTOX_SOURCE_DIR;
+}
+
+// The compiler: $PTOX_CXX, else the first of g++, c++, clang++ on PATH.
+const std::string& CompilerPath() {
+  static const std::string path = [] {
+    if (const char* env = std::getenv("PTOX_CXX"); env && *env) {
+      return FindExecutable(env).value_or(std::string());
+    }
+    for (const char* name : {"g++", "c++", "clang++"})
+      if (auto p = FindExecutable(name)) return *p;
+    return std::string();
+  }();
+  return path;
+}
+
+// Identifies the compiler binary without running it: resolved path, size and modification time.
+std::string CompilerIdentity() {
+  const std::string& path = CompilerPath();
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  struct stat st {};
+  if (ec || stat(real.c_str(), &st) != 0) return "missing:" + path;
+  return real.string() + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+}
+
+// The kernel library's content (every header under kernels/): part of every cache key, so an
+// edited tile library never reuses stale binaries.
+const std::string& KernelLibraryText() {
+  static const std::string text = [] {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(KernelsRoot() + "/kernels", ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file()) files.push_back(it->path());
+    std::sort(files.begin(), files.end());
+    std::string all;
+    for (const fs::path& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      all += f.filename().string() + "\n" + ss.str();
+    }
+    return all;
+  }();
+  return text;
+}
+
+int64_t CacheSize(int name, int64_t fallback) {
+  long v = sysconf(name);
+  return v > 0 ? v : fallback;
+}
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(void* handle, EntryFn entry) : handle_(handle), entry_(entry) {}
+  ~CpuExecutable() override { dlclose(handle_); }
+
+  void Run(const std::vector<Arg>& args) const override {
+    std::vector<ptox::cpu::Arg> abi(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      ptox::cpu::Arg& a = abi[i];
+      a = {};
+      if (const Tensor* t = std::get_if<Tensor>(&args[i])) {
+        a.t.data = t->data;
+        a.t.rank = t->rank();
+        std::vector<int64_t> strides = t->EffectiveStrides();
+        for (int d = 0; d < t->rank(); ++d) a.t.shape[d] = t->shape[d], a.t.strides[d] = strides[d];
+      } else if (const int64_t* v = std::get_if<int64_t>(&args[i])) {
+        a.i = *v;
+      } else {
+        a.f = std::get<double>(args[i]);
+      }
+    }
+    ptox::cpu::ErrorBuf err{};
+    int rc = entry_(abi.data(), &err);
+    err.message[sizeof(err.message) - 1] = '\0';
+    PTOX_RUNTIME_CHECK(rc == 0) << err.message;
+  }
+
+ private:
+  void* handle_;
+  EntryFn entry_;
+};
+
+}  // namespace
+
+CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
+  caps_.vector_bytes = isa == Isa::kAvx512 ? 64 : isa == Isa::kAvx2 ? 32 : 16;
+  caps_.l1_bytes = CacheSize(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+  caps_.l2_bytes = CacheSize(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+  caps_.onchip_budget_bytes = caps_.l2_bytes / 2;
+}
+
+std::string_view CpuTarget::name() const {
+  switch (isa_) {
+    case Isa::kScalar: return "cpu-scalar";
+    case Isa::kAvx2: return "cpu-avx2";
+    case Isa::kAvx512: return "cpu-avx512";
+  }
+  return "?";
+}
+
+bool CpuTarget::Available(std::string* why) const {
+  auto fail = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (CompilerPath().empty())
+    return fail("no C++ compiler found (install g++ or set PTOX_CXX)");
+  if (isa_ == Isa::kScalar) return true;
+  static const CpuFeatures f = ::ptox::Detect();
+  if (!f.x86) return fail("the host is not x86-64");
+  if (isa_ == Isa::kAvx2 && !(f.avx2 && f.fma && f.os_ymm))
+    return fail("the host lacks AVX2 + FMA (or the OS does not enable YMM state)");
+  if (isa_ == Isa::kAvx512 &&
+      !(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.os_zmm))
+    return fail("the host lacks AVX-512 F/BW/DQ/VL (or the OS does not enable ZMM state)");
+  return true;
+}
+
+std::vector<std::string> CpuTarget::Flags() const {
+  std::vector<std::string> flags = {"-std=c++20", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
+                                    "-fno-math-errno", "-fno-exceptions", "-fno-rtti",
+                                    "-fvisibility=hidden", "-DNDEBUG", "-I" + KernelsRoot()};
+#if defined(__x86_64__)
+  switch (isa_) {
+    case Isa::kScalar:
+      flags.insert(flags.end(), {"-march=x86-64", "-fno-tree-vectorize", "-fno-tree-slp-vectorize"});
+      break;
+    case Isa::kAvx2:
+      flags.insert(flags.end(), {"-march=x86-64-v3", "-mprefer-vector-width=256"});
+      break;
+    case Isa::kAvx512:
+      flags.insert(flags.end(), {"-march=x86-64-v4", "-mprefer-vector-width=512"});
+      break;
+  }
+#endif
+  return flags;
+}
+
+std::string CpuTarget::Source(const ir::Func& func) const { return GenerateSource(func); }
+
+std::string CpuTarget::BuildIdentity() const {
+  std::string id = std::string(name()) + "\nabi " + std::to_string(ptox::cpu::kAbiVersion) +
+                   "\ncompiler " + CompilerIdentity() + "\nflags";
+  for (const std::string& f : Flags()) id += " " + f;
+  return id + "\n" + KernelLibraryText();
+}
+
+void CpuTarget::Build(const std::string& source, const std::string& out_path) const {
+  const std::string& cc = CompilerPath();
+  if (cc.empty()) {
+    throw Error(StatusCode::kToolchain, "toolchain error: no C++ compiler found (install g++ or set PTOX_CXX)");
+  }
+  std::string src_path = out_path + ".cc";
+  {
+    std::ofstream out(src_path, std::ios::binary);
+    out << source;
+    if (!out) throw Error(StatusCode::kToolchain, "toolchain error: cannot write " + src_path);
+  }
+  std::vector<std::string> argv = {cc};
+  for (const std::string& f : Flags()) argv.push_back(f);
+  argv.insert(argv.end(), {"-o", out_path, src_path});
+  std::optional<ProcessResult> r = RunProcess(argv, /*timeout_ms=*/300000);
+  if (r && r->exit_code == 0 && !r->timed_out) {
+    std::remove(src_path.c_str());
+    return;
+  }
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+  std::string what = !r ? "could not be started" : r->timed_out ? "timed out" :
+                     "failed with exit code " + std::to_string(r->exit_code);
+  throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + what + "\n" +
+                                          (r ? r->err : std::string()) + "reproduce with: " +
+                                          command + "\n(the generated source is kept at " +
+                                          src_path + ")");
+}
+
+std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path) const {
+  void* handle = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* e = dlerror();
+    throw Error(StatusCode::kToolchain,
+                "toolchain error: cannot load " + so_path + ": " + (e ? e : "unknown error"));
+  }
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, ptox::cpu::kEntrySymbol));
+  if (entry == nullptr) {
+    dlclose(handle);
+    throw Error(StatusCode::kToolchain, "toolchain error: " + so_path + " has no " +
+                                            ptox::cpu::kEntrySymbol);
+  }
+  return std::make_shared<CpuExecutable>(handle, entry);
+}
+
+}  // namespace ptox::targets::cpu

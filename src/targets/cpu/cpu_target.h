@@ -1,0 +1,34 @@
+// The CPU target family: one Target per ISA (scalar, AVX2, AVX-512).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/abi.h"
+#include "targets/target.h"
+
+namespace ptox::targets::cpu {
+
+using EntryFn = ptox::cpu::EntryFn;
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+class CpuTarget final : public Target {
+ public:
+  explicit CpuTarget(Isa isa);
+  std::string_view name() const override;
+  bool Available(std::string* why) const override;
+  const Capabilities& caps() const override { return caps_; }
+  std::string Source(const ir::Func& func) const override;
+  std::string BuildIdentity() const override;
+  void Build(const std::string& source, const std::string& out_path) const override;
+  std::shared_ptr<const Executable> Load(const std::string& so_path) const override;
+  // The compiler flags for this ISA (the ISA part decides which instructions may appear).
+  std::vector<std::string> Flags() const;
+
+ private:
+  Isa isa_;
+  Capabilities caps_;
+};
+
+}  // namespace ptox::targets::cpu

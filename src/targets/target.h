@@ -1,0 +1,58 @@
+// The target interface: what a backend offers the driver (and, read-only, the passes).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ptox/tensor.h"
+
+namespace ptox::targets {
+
+// What passes may read about a target (never its name): sizes drive tiling and planning.
+struct Capabilities {
+  int vector_bytes = 16;        // widest SIMD register
+  int64_t l1_bytes = 32 << 10;  // per-core data cache
+  int64_t l2_bytes = 1 << 20;
+  int64_t onchip_budget_bytes = 256 << 10;  // tiles live in one incore scope
+};
+
+// A compiled function, ready to run on checked arguments.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Runs on arguments already checked by ir::BindArgs; throws kRuntime on a kernel failure.
+  virtual void Run(const std::vector<Arg>& args) const = 0;
+};
+
+// A compiled backend. The driver owns caching: it asks for the source, a build identity (part of
+// the cache key), builds on a miss and loads the shared object.
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string_view name() const = 0;
+  // Whether this host can run the target; `why` says what is missing when it cannot.
+  virtual bool Available(std::string* why) const = 0;
+  virtual const Capabilities& caps() const = 0;
+  // The generated source for `func`. Throws kUnsupported for what the target cannot express.
+  virtual std::string Source(const ir::Func& func) const = 0;
+  // Everything besides the source that determines the binary: compiler identity, flags, ABI and
+  // kernel-library version. Cheap (no process is spawned).
+  virtual std::string BuildIdentity() const = 0;
+  // Compiles `source` into a shared object at `out_path`. Throws kToolchain with the compiler's
+  // message and a one-line command that reproduces the failure.
+  virtual void Build(const std::string& source, const std::string& out_path) const = 0;
+  // Loads a shared object built by Build().
+  virtual std::shared_ptr<const Executable> Load(const std::string& so_path) const = 0;
+};
+
+// Every compiled-in target, in preference order (best first); "cpu" resolves to the best
+// available CPU target.
+const std::vector<const Target*>& AllTargets();
+// The target called `name` ("cpu" = the best CPU target this host runs); throws kUnsupported
+// for unknown names and for targets this host cannot run.
+const Target& GetTarget(std::string_view name);
+
+}  // namespace ptox::targets
