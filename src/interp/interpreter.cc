@@ -1,11 +1,195 @@
-// Reference interpreter (placeholder until the evaluator lands).
+// Reference interpreter: the environment, control flow (for / if / incore / yield) and dispatch
+// of each op to its evaluator. Loops of every kind run sequentially, which defines their result.
 #include "interp/interpreter.h"
 
+#include "interp/eval.h"
+#include "interp/numeric.h"
 #include "ir/signature.h"
 
 namespace ptox::interp {
-void Run(const ir::Func& func, const std::vector<Arg>& args) {
-  ir::BindArgs(func, args);
-  PTOX_UNSUPPORTED() << "interpreter not implemented yet";
+
+const RtValue& Env::Get(const ir::Value& v) const {
+  auto it = values_.find(v.get());
+  PTOX_ICHECK(it != values_.end()) << "interpreter: %" << v->name << " has no value";
+  return it->second;
 }
+
+const TileRef& Env::GetTileRef(const ir::Operand& o) const {
+  PTOX_ICHECK(o.is_value()) << "interpreter: a tile operand is an immediate";
+  const RtValue& v = Get(o.value());
+  PTOX_ICHECK(std::holds_alternative<TileRef>(v)) << "interpreter: %" << o.value()->name
+                                                  << " is not a tile";
+  return std::get<TileRef>(v);
+}
+
+const Tensor& Env::GetTensor(const ir::Operand& o) const {
+  PTOX_ICHECK(o.is_value()) << "interpreter: a tensor operand is an immediate";
+  const RtValue& v = Get(o.value());
+  PTOX_ICHECK(std::holds_alternative<const Tensor*>(v)) << "interpreter: %" << o.value()->name
+                                                        << " is not a tensor";
+  return *std::get<const Tensor*>(v);
+}
+
+Scalar Env::GetScalar(const ir::Operand& o, DType dtype, std::string_view op) const {
+  Scalar from;
+  if (o.is_int()) {
+    from = Scalar::Int(DType::kIndex, o.int_value());
+  } else if (o.is_float()) {
+    from = Scalar::Float(DType::kF32, static_cast<float>(o.float_value()));
+  } else {
+    const RtValue& v = Get(o.value());
+    PTOX_ICHECK(std::holds_alternative<Scalar>(v)) << "interpreter: %" << o.value()->name
+                                                   << " is not a scalar";
+    from = std::get<Scalar>(v);
+  }
+  if (from.dtype == dtype) return from;
+  Scalar out;
+  PTOX_RUNTIME_CHECK(Cast(from, dtype, &out))
+      << op << ": value " << ToString(from) << " does not fit in " << DTypeName(dtype);
+  return out;
+}
+
+int64_t Env::GetIndex(const ir::Operand& o) const {
+  if (o.is_int()) return o.int_value();
+  Scalar s = GetScalar(o, DType::kIndex, "index operand");
+  return s.i;
+}
+
+std::string OpWhere(const ir::OpStmt& op) {
+  std::string s(ir::OpName(op.op()));
+  const Span& sp = op.span();
+  if (sp.known()) s += " (" + sp.file + ":" + std::to_string(sp.line) + ")";
+  return s;
+}
+
+namespace {
+
+class Interpreter {
+ public:
+  explicit Interpreter(Env& env) : env_(env) {}
+
+  // Runs a block; returns the operands of its closing yield (empty when it has none).
+  std::vector<RtValue> RunBlock(const ir::Block& block) {
+    for (const ir::StmtRef& s : block) {
+      switch (s->kind()) {
+        case ir::StmtKind::kOp: RunOp(ir::As<ir::OpStmt>(*s)); break;
+        case ir::StmtKind::kFor: RunFor(ir::As<ir::ForStmt>(*s)); break;
+        case ir::StmtKind::kIf: RunIf(ir::As<ir::IfStmt>(*s)); break;
+        case ir::StmtKind::kIncore: RunBlock(ir::As<ir::IncoreStmt>(*s).body()); break;
+        case ir::StmtKind::kYield: return Values(ir::As<ir::YieldStmt>(*s).values());
+      }
+    }
+    return {};
+  }
+
+ private:
+  RtValue ValueOf(const ir::Operand& o) {
+    if (o.is_value()) return env_.Get(o.value());
+    return env_.GetScalar(o, o.type().dtype(), "yield");
+  }
+  std::vector<RtValue> Values(const std::vector<ir::Operand>& ops) {
+    std::vector<RtValue> out;
+    for (const ir::Operand& o : ops) out.push_back(ValueOf(o));
+    return out;
+  }
+  // Loop-carried and if results take the declared type of their value: an immediate yielded
+  // for an i32 iter arg becomes an i32 scalar.
+  void Bind(const std::vector<ir::Value>& vals, const std::vector<RtValue>& xs, const char* what) {
+    PTOX_ICHECK(vals.size() == xs.size()) << what << ": yields " << xs.size() << " values for "
+                                          << vals.size();
+    for (size_t k = 0; k < vals.size(); ++k) {
+      RtValue x = xs[k];
+      if (auto* s = std::get_if<Scalar>(&x); s && s->dtype != vals[k]->type.dtype()) {
+        Scalar out;
+        PTOX_RUNTIME_CHECK(Cast(*s, vals[k]->type.dtype(), &out))
+            << what << ": value " << ToString(*s) << " does not fit in "
+            << DTypeName(vals[k]->type.dtype());
+        x = out;
+      }
+      env_.Set(vals[k], std::move(x));
+    }
+  }
+
+  void RunOp(const ir::OpStmt& op) {
+    std::optional<RtValue> r;
+    switch (ir::FamilyOf(op.op())) {
+      case ir::OpFamily::kLoad:
+      case ir::OpFamily::kStore:
+      case ir::OpFamily::kFull: r = EvalMemoryOp(op, env_); break;
+      case ir::OpFamily::kBinary:
+      case ir::OpFamily::kUnary:
+      case ir::OpFamily::kCompare:
+      case ir::OpFamily::kSelect:
+      case ir::OpFamily::kCast: r = EvalElementwiseOp(op, env_); break;
+      case ir::OpFamily::kRowReduce:
+      case ir::OpFamily::kColReduce:
+      case ir::OpFamily::kRowArgmax:
+      case ir::OpFamily::kRowExpand:
+      case ir::OpFamily::kColExpand: r = EvalReduceOp(op, env_); break;
+      case ir::OpFamily::kTranspose:
+      case ir::OpFamily::kReshape:
+      case ir::OpFamily::kSlice:
+      case ir::OpFamily::kAssemble:
+      case ir::OpFamily::kMatmul:
+      case ir::OpFamily::kMatmulAcc: r = EvalLayoutOp(op, env_); break;
+      case ir::OpFamily::kScalarBinary:
+      case ir::OpFamily::kScalarCompare:
+      case ir::OpFamily::kScalarSelect:
+      case ir::OpFamily::kScalarCast:
+      case ir::OpFamily::kDim: r = EvalScalarOp(op, env_); break;
+    }
+    if (r) env_.Set(op.result(), std::move(*r));
+  }
+
+  void RunFor(const ir::ForStmt& f) {
+    const int64_t lb = env_.GetIndex(f.lb());
+    const int64_t ub = env_.GetIndex(f.ub());
+    const int64_t step = env_.GetIndex(f.step());
+    PTOX_RUNTIME_CHECK(step > 0) << "for: step must be positive, got " << step << " (bounds "
+                                 << lb << " to " << ub << ")";
+    std::vector<RtValue> carried = Values(f.inits());
+    for (int64_t iv = lb; iv < ub;) {
+      env_.Set(f.iv(), Scalar::Int(f.iv()->type.dtype(), iv));
+      Bind(f.iter_args(), carried, "for");
+      carried = RunBlock(f.body());
+      if (__builtin_add_overflow(iv, step, &iv)) break;  // past ub anyway
+    }
+    Bind(f.results(), carried, "for");
+  }
+
+  void RunIf(const ir::IfStmt& s) {
+    Scalar c = env_.GetScalar(s.cond(), DType::kBool, "if");
+    std::vector<RtValue> ys = RunBlock(c.i != 0 ? s.then_body() : s.else_body());
+    Bind(s.results(), ys, "if");
+  }
+
+  Env& env_;
+};
+
+}  // namespace
+
+void Run(const ir::Func& func, const std::vector<Arg>& args) {
+  Env env;
+  RunInEnv(func, args, env);
+}
+
+void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env) {
+  ir::BindArgs(func, args);
+  for (size_t k = 0; k < args.size(); ++k) {
+    const ir::Value& p = func.params[k].value;
+    const DType d = p->type.dtype();
+    if (const Tensor* t = std::get_if<Tensor>(&args[k])) {
+      env.Set(p, t);
+    } else if (const double* x = std::get_if<double>(&args[k])) {
+      env.Set(p, Scalar::Float(d, RoundTo(d, static_cast<float>(*x))));
+    } else {
+      int64_t v = std::get<int64_t>(args[k]);
+      PTOX_CHECK(InRange(d, v), Span{}) << "argument for %" << p->name << " = " << v
+                                        << " does not fit in " << DTypeName(d);
+      env.Set(p, Scalar::Int(d, v));
+    }
+  }
+  Interpreter(env).RunBlock(func.body);
+}
+
 }  // namespace ptox::interp

@@ -19,8 +19,10 @@ std::string Printable(std::string_view text, size_t max_len) {
   std::string s;
   for (size_t i = 0; i < text.size() && i < max_len; ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) s += static_cast<char>(c);
-    else s += fmt::format("\\x{:02x}", c);
+    if (c >= 0x20 && c < 0x7f)
+      s += static_cast<char>(c);
+    else
+      s += fmt::format("\\x{:02x}", c);
   }
   if (text.size() > max_len) s += "...";
   return s;
@@ -85,8 +87,8 @@ Token Lexer::Next() {
       kind = TokenKind::kArrow;
       break;
     default:
-      PTOX_FAIL(SpanAt(line, col)) << "unexpected character '" << Printable(text_.substr(pos_, 1))
-                                   << "'";
+      PTOX_FAIL(SpanAt(line, col))
+          << "unexpected character '" << Printable(text_.substr(pos_, 1)) << "'";
   }
   Advance();
   return Make(kind, begin, line, col);
@@ -107,8 +109,8 @@ Token Lexer::LexIdentOrType(int line, int col) {
   std::string_view word = text_.substr(begin, pos_ - begin);
   if ((word == "tensor" || word == "tile") && Peek() == '<') {
     while (!AtEnd() && Peek() != '>' && Peek() != '\n') Advance();
-    PTOX_CHECK(Peek() == '>', SpanAt(line, col)) << "unterminated type: expected '>' to close '"
-                                                 << word << "<'";
+    PTOX_CHECK(Peek() == '>', SpanAt(line, col))
+        << "unterminated type: expected '>' to close '" << word << "<'";
     Advance();
     return Make(TokenKind::kType, begin, line, col);
   }

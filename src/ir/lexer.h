@@ -19,8 +19,16 @@ enum class TokenKind : uint8_t {
   kFloat,      // -?[0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)? with a '.' or exponent, or -inf
   kString,     // "..." (no escapes, no newlines)
   kType,       // tensor<...> or tile<...>
-  kLParen, kRParen, kLBrace, kRBrace, kLBracket, kRBracket,
-  kComma, kColon, kEqual, kArrow,
+  kLParen,
+  kRParen,
+  kLBrace,
+  kRBrace,
+  kLBracket,
+  kRBracket,
+  kComma,
+  kColon,
+  kEqual,
+  kArrow,
 };
 
 struct Token {

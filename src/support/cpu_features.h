@@ -12,16 +12,16 @@ namespace ptox {
 enum class CpuState { kXmm, kYmm, kZmm };
 
 // X(member, "name as Linux spells it", CpuState)
-#define PTOX_CPU_FEATURES(X)                 \
-  X(sse42, "sse4.2", kXmm)                   \
-  X(avx2, "avx2", kYmm)                      \
-  X(fma, "fma", kYmm)                        \
-  X(avx512f, "avx512f", kZmm)                \
-  X(avx512bw, "avx512bw", kZmm)              \
-  X(avx512dq, "avx512dq", kZmm)              \
-  X(avx512vl, "avx512vl", kZmm)              \
-  X(avx512_bf16, "avx512_bf16", kZmm)        \
-  X(avx512_fp16, "avx512_fp16", kZmm)        \
+#define PTOX_CPU_FEATURES(X)          \
+  X(sse42, "sse4.2", kXmm)            \
+  X(avx2, "avx2", kYmm)               \
+  X(fma, "fma", kYmm)                 \
+  X(avx512f, "avx512f", kZmm)         \
+  X(avx512bw, "avx512bw", kZmm)       \
+  X(avx512dq, "avx512dq", kZmm)       \
+  X(avx512vl, "avx512vl", kZmm)       \
+  X(avx512_bf16, "avx512_bf16", kZmm) \
+  X(avx512_fp16, "avx512_fp16", kZmm) \
   X(avx512_vnni, "avx512_vnni", kZmm)
 
 struct CpuFeatures {

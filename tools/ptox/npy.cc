@@ -3,12 +3,12 @@
 #include "tools/ptox/npy.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <limits>
 #include <new>
 
@@ -168,8 +168,8 @@ NpyHeader ParseHeaderOrThrow(std::string_view bytes, const std::string& name) {
   int major = static_cast<unsigned char>(bytes[6]);
   int minor = static_cast<unsigned char>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0)
-    Bad(name, fmt::format("unsupported .npy format version {}.{} (supported: 1.0, 2.0, 3.0)",
-                          major, minor));
+    Bad(name, fmt::format("unsupported .npy format version {}.{} (supported: 1.0, 2.0, 3.0)", major,
+                          minor));
   size_t len_bytes = major == 1 ? 2 : 4;
   size_t prefix = kMagicLen + 2 + len_bytes;
   if (bytes.size() < prefix) Bad(name, "file ends inside the header");
@@ -185,8 +185,9 @@ NpyHeader ParseHeaderOrThrow(std::string_view bytes, const std::string& name) {
   h.major_version = major;
   h.data_offset = prefix + header_len;
   if (h.fortran_order)
-    Bad(name, "fortran_order=True is not supported: save a C-order array "
-              "(numpy.ascontiguousarray)");
+    Bad(name,
+        "fortran_order=True is not supported: save a C-order array "
+        "(numpy.ascontiguousarray)");
   return h;
 }
 
@@ -310,8 +311,10 @@ Result<DType> DTypeFromDescr(const std::string& descr, std::optional<DType> expe
     return Status(StatusCode::kInvalid, fmt::format("error: {}: {}", name, what));
   };
   if (descr.size() >= 2 && descr[0] == '>' && descr.substr(1) != "i1" && descr.substr(1) != "b1")
-    return fail(fmt::format("big-endian data ('{}') is not supported; save with "
-                            "arr.astype(arr.dtype.newbyteorder('<'))", descr));
+    return fail(
+        fmt::format("big-endian data ('{}') is not supported; save with "
+                    "arr.astype(arr.dtype.newbyteorder('<'))",
+                    descr));
   if (descr == "<f4") return DType::kF32;
   if (descr == "<f2") return DType::kF16;
   if (descr == "|i1" || descr == "<i1" || descr == ">i1") return DType::kI8;
@@ -322,8 +325,10 @@ Result<DType> DTypeFromDescr(const std::string& descr, std::optional<DType> expe
     if (expect == DType::kBF16) return DType::kBF16;
     return fail("dtype '<u2' (uint16) is read only for bf16 parameters, as raw bf16 bits");
   }
-  return fail(fmt::format("unsupported dtype '{}' (supported: <f4, <f2, |i1, <i4, <i8, |b1, and "
-                          "<u2 holding bf16 bits)", descr));
+  return fail(
+      fmt::format("unsupported dtype '{}' (supported: <f4, <f2, |i1, <i4, <i8, |b1, and "
+                  "<u2 holding bf16 bits)",
+                  descr));
 }
 
 std::string_view DescrFor(DType dtype) {
@@ -361,7 +366,8 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
   out.push_back(static_cast<char>(prefix == kMagicLen + 4 ? 1 : 2));
   out.push_back(0);
   size_t len = dict.size();
-  for (size_t i = 0; i < prefix - kMagicLen - 2; ++i) out.push_back(static_cast<char>(len >> 8 * i));
+  for (size_t i = 0; i < prefix - kMagicLen - 2; ++i)
+    out.push_back(static_cast<char>(len >> 8 * i));
   return out + dict;
 }
 
@@ -369,8 +375,8 @@ Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>
                 const void* data, size_t bytes) {
   std::string header = EncodeNpyHeader(dtype, shape);
   auto fail = [&](const char* what) {
-    return Status(StatusCode::kInvalid,
-                  fmt::format("error: cannot write '{}': {}: {}", path, what, std::strerror(errno)));
+    return Status(StatusCode::kInvalid, fmt::format("error: cannot write '{}': {}: {}", path, what,
+                                                    std::strerror(errno)));
   };
   Fd f;
   f.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -385,8 +391,7 @@ Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>
     }
     return true;
   };
-  if (!write_all(header.data(), header.size()) ||
-      !write_all(static_cast<const char*>(data), bytes))
+  if (!write_all(header.data(), header.size()) || !write_all(static_cast<const char*>(data), bytes))
     return fail("write");
   if (close(f.fd) != 0) {
     f.fd = -1;

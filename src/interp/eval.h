@@ -1,0 +1,29 @@
+// Op evaluators of the reference interpreter, one per op group. Each takes the op and the
+// environment and returns the op's result (std::nullopt for ops without one, like tile.store).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "interp/value.h"
+
+namespace ptox::interp {
+
+// tile.load, tile.store, tile.full (eval_memory.cc).
+std::optional<RtValue> EvalMemoryOp(const ir::OpStmt& op, const Env& env);
+// Binary, unary, compare, select, cast (eval_elementwise.cc).
+RtValue EvalElementwiseOp(const ir::OpStmt& op, const Env& env);
+// Reductions, argmax, row / col expand (eval_reduce.cc).
+RtValue EvalReduceOp(const ir::OpStmt& op, const Env& env);
+// Transpose, reshape, slice, assemble, matmul (eval_layout.cc).
+RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env);
+// arith.*, tensor.dim (eval_scalar.cc).
+RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env);
+
+// Run() that leaves every computed value in `env` (tests inspect tiles, padding included).
+void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env);
+
+// "tile.add" plus the op's source location when known, for error messages.
+std::string OpWhere(const ir::OpStmt& op);
+
+}  // namespace ptox::interp

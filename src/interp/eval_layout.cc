@@ -1,0 +1,121 @@
+// Layout ops (transpose, reshape, slice, assemble) and matmul / matmul_acc with f32 accumulation
+// in increasing k order, product rounded before the add (no fused multiply-add).
+#include <algorithm>
+
+#include "interp/eval.h"
+#include "interp/numeric.h"
+
+namespace ptox::interp {
+namespace {
+
+TileRef Share(Tile t) { return std::make_shared<const Tile>(std::move(t)); }
+
+RtValue EvalTranspose(const Tile& a) {
+  Tile out = Tile::Make(a.cols, a.rows, a.dtype);
+  out.valid_rows = a.valid_cols;
+  out.valid_cols = a.valid_rows;
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t c = 0; c < a.cols; ++c) out.CopyFrom(a, r, c, c, r);
+  return Share(std::move(out));
+}
+
+RtValue EvalReshape(const ir::OpStmt& op, const Tile& a) {
+  PTOX_RUNTIME_CHECK(a.valid_rows == a.rows && a.valid_cols == a.cols)
+      << OpWhere(op) << ": cannot reshape a partial tile (valid region " << a.valid_rows << "x"
+      << a.valid_cols << " of " << a.rows << "x" << a.cols << ")";
+  const ir::Type& to = op.result()->type;
+  Tile out = a;
+  out.rows = out.valid_rows = to.rows();
+  out.cols = out.valid_cols = to.cols();
+  return Share(std::move(out));
+}
+
+// Runtime check of a slice / assemble offset pair against the static limits.
+void CheckOffsets(const ir::OpStmt& op, int64_t i, int64_t j, int64_t max_i, int64_t max_j) {
+  PTOX_RUNTIME_CHECK(i >= 0 && i <= max_i && j >= 0 && j <= max_j)
+      << OpWhere(op) << ": offsets [" << i << ", " << j << "] are out of bounds (row offset in [0, "
+      << max_i << "], column offset in [0, " << max_j << "])";
+}
+
+RtValue EvalSlice(const ir::OpStmt& op, const Env& env) {
+  const Tile& a = env.GetTile(op.args()[0]);
+  const int64_t i = env.GetIndex(op.args()[1]);
+  const int64_t j = env.GetIndex(op.args()[2]);
+  const ir::Type& to = op.result()->type;
+  CheckOffsets(op, i, j, a.rows - to.rows(), a.cols - to.cols());
+  Tile out = Tile::Make(to.rows(), to.cols(), a.dtype);
+  out.valid_rows = std::clamp<int64_t>(a.valid_rows - i, 0, out.rows);
+  out.valid_cols = std::clamp<int64_t>(a.valid_cols - j, 0, out.cols);
+  for (int64_t r = 0; r < out.rows; ++r)
+    for (int64_t c = 0; c < out.cols; ++c) out.CopyFrom(a, i + r, j + c, r, c);
+  return Share(std::move(out));
+}
+
+RtValue EvalAssemble(const ir::OpStmt& op, const Env& env) {
+  const Tile& dst = env.GetTile(op.args()[0]);
+  const Tile& src = env.GetTile(op.args()[1]);
+  const int64_t i = env.GetIndex(op.args()[2]);
+  const int64_t j = env.GetIndex(op.args()[3]);
+  CheckOffsets(op, i, j, dst.rows - src.rows, dst.cols - src.cols);
+  Tile out = dst;
+  for (int64_t r = 0; r < src.valid_rows; ++r)
+    for (int64_t c = 0; c < src.valid_cols; ++c) out.CopyFrom(src, r, c, i + r, j + c);
+  return Share(std::move(out));
+}
+
+bool TransposeB(const ir::OpStmt& op) {
+  auto it = op.attrs().find("transpose_b");
+  return it != op.attrs().end() && std::get<bool>(it->second);
+}
+
+// out (M x N f32, already holding the starting values) += a * b over k < K_valid, for every
+// element (padding included). Returns the product's valid region.
+std::pair<int64_t, int64_t> MatmulInto(const Tile& a, const Tile& b, bool tb, Tile& out) {
+  const int64_t k_valid = std::min(a.valid_cols, tb ? b.valid_cols : b.valid_rows);
+  for (int64_t r = 0; r < out.rows; ++r) {
+    for (int64_t c = 0; c < out.cols; ++c) {
+      float acc = out.F(r, c);
+      for (int64_t k = 0; k < k_valid; ++k) {
+        float prod = a.F(r, k) * (tb ? b.F(c, k) : b.F(k, c));
+        acc = acc + prod;
+      }
+      out.F(r, c) = acc;
+    }
+  }
+  return {a.valid_rows, tb ? b.valid_rows : b.valid_cols};
+}
+
+RtValue EvalMatmul(const ir::OpStmt& op, const Env& env, bool acc) {
+  const size_t first = acc ? 1 : 0;
+  const Tile& a = env.GetTile(op.args()[first]);
+  const Tile& b = env.GetTile(op.args()[first + 1]);
+  const bool tb = TransposeB(op);
+  Tile out = Tile::Make(a.rows, tb ? b.rows : b.cols, DType::kF32);
+  if (acc) {
+    const Tile& c = env.GetTile(op.args()[0]);
+    out.f = c.f;
+    out.valid_rows = c.valid_rows;
+    out.valid_cols = c.valid_cols;
+  }
+  auto [vr, vc] = MatmulInto(a, b, tb, out);
+  out.valid_rows = std::min(out.valid_rows, vr);
+  out.valid_cols = std::min(out.valid_cols, vc);
+  return Share(std::move(out));
+}
+
+}  // namespace
+
+RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env) {
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kTranspose: return EvalTranspose(env.GetTile(op.args()[0]));
+    case ir::OpFamily::kReshape: return EvalReshape(op, env.GetTile(op.args()[0]));
+    case ir::OpFamily::kSlice: return EvalSlice(op, env);
+    case ir::OpFamily::kAssemble: return EvalAssemble(op, env);
+    case ir::OpFamily::kMatmul: return EvalMatmul(op, env, /*acc=*/false);
+    case ir::OpFamily::kMatmulAcc: return EvalMatmul(op, env, /*acc=*/true);
+    default: PTOX_ICHECK(false) << "not a layout op: " << OpWhere(op);
+  }
+  return Scalar{};
+}
+
+}  // namespace ptox::interp

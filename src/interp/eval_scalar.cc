@@ -1,0 +1,75 @@
+// Scalar ops: arith.* (checked integer arithmetic with floor division, f32 via scalar.h),
+// arith.select, arith.cast and tensor.dim.
+#include <string>
+
+#include "interp/eval.h"
+#include "interp/numeric.h"
+
+namespace ptox::interp {
+namespace {
+
+// The dtype the operands of an arith binary / compare op are evaluated in (as in the type rule:
+// the first SSA operand's type; two immediates are index, or f32 if either is a float).
+DType OperandDType(const ir::OpStmt& op) {
+  const auto& args = op.args();
+  if (args[0].is_value()) return args[0].type().dtype();
+  if (args[1].is_value()) return args[1].type().dtype();
+  return args[0].is_float() || args[1].is_float() ? DType::kF32 : DType::kIndex;
+}
+
+RtValue EvalBinary(const ir::OpStmt& op, const Env& env, bool compare) {
+  const DType d = OperandDType(op);
+  const std::string where = OpWhere(op);
+  Scalar a = env.GetScalar(op.args()[0], d, where);
+  Scalar b = env.GetScalar(op.args()[1], d, where);
+  const Fn fn = FnOf(op.op());
+  if (compare) {
+    bool r = IsFloat(d) ? FloatCompare(fn, a.f, b.f) : IntCompare(fn, a.i, b.i);
+    return Scalar::Int(DType::kBool, r ? 1 : 0);
+  }
+  if (IsFloat(d)) return Scalar::Float(d, RoundTo(d, FloatBinary(fn, a.f, b.f)));
+  int64_t r = 0;
+  IntStatus st = IntBinary(fn, d, a.i, b.i, &r);
+  PTOX_RUNTIME_CHECK(st == IntStatus::kOk)
+      << where << ": " << IntStatusName(st) << " in " << DTypeName(d) << ": " << a.i << " "
+      << FnName(fn) << " " << b.i;
+  return Scalar::Int(d, r);
+}
+
+RtValue EvalSelect(const ir::OpStmt& op, const Env& env) {
+  const DType d = op.result()->type.dtype();
+  const std::string where = OpWhere(op);
+  Scalar c = env.GetScalar(op.args()[0], DType::kBool, where);
+  return env.GetScalar(op.args()[c.i != 0 ? 1 : 2], d, where);
+}
+
+RtValue EvalCast(const ir::OpStmt& op, const Env& env) {
+  const DType to = op.result()->type.dtype();
+  const ir::Operand& o = op.args()[0];
+  Scalar from = env.GetScalar(o, o.type().dtype(), OpWhere(op));
+  Scalar out;
+  PTOX_RUNTIME_CHECK(Cast(from, to, &out))
+      << OpWhere(op) << ": value " << ToString(from) << " does not fit in " << DTypeName(to);
+  return out;
+}
+
+RtValue EvalDim(const ir::OpStmt& op, const Env& env) {
+  const Tensor& t = env.GetTensor(op.args()[0]);
+  return Scalar::Int(DType::kIndex, t.shape[op.args()[1].int_value()]);
+}
+
+}  // namespace
+
+RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env) {
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kScalarBinary: return EvalBinary(op, env, /*compare=*/false);
+    case ir::OpFamily::kScalarCompare: return EvalBinary(op, env, /*compare=*/true);
+    case ir::OpFamily::kScalarSelect: return EvalSelect(op, env);
+    case ir::OpFamily::kScalarCast: return EvalCast(op, env);
+    case ir::OpFamily::kDim: return EvalDim(op, env);
+    default: PTOX_ICHECK(false) << "not a scalar op: " << OpWhere(op);
+  }
+  return Scalar{};
+}
+
+}  // namespace ptox::interp

@@ -1,0 +1,189 @@
+// Element-level semantics: checked integer arithmetic, f32 math dispatch and casts.
+#include "interp/numeric.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "kernels/scalar.h"
+#include "support/error.h"
+
+namespace ptox::interp {
+
+Fn FnOf(ir::OpCode op) {
+  switch (op) {
+#define PTOX_OP(e, name, family, fn) \
+  case ir::OpCode::k##e: return Fn::k##fn;
+#include "ops/ops.def"
+#undef PTOX_OP
+  }
+  return Fn::kNone;
+}
+
+std::string_view FnName(Fn fn) {
+  static constexpr std::string_view kNames[] = {
+      "none", "add", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "exp", "log", "sqrt",
+      "rsqrt", "recip", "tanh", "sigmoid", "relu", "silu", "gelu", "eq", "ne", "lt", "le", "gt",
+      "ge"};
+  return kNames[static_cast<int>(fn)];
+}
+
+int64_t IntMin(DType d) {
+  switch (d) {
+    case DType::kI8: return INT8_MIN;
+    case DType::kI32: return INT32_MIN;
+    case DType::kBool: return 0;
+    default: return INT64_MIN;
+  }
+}
+
+int64_t IntMax(DType d) {
+  switch (d) {
+    case DType::kI8: return INT8_MAX;
+    case DType::kI32: return INT32_MAX;
+    case DType::kBool: return 1;
+    default: return INT64_MAX;
+  }
+}
+
+float RoundTo(DType d, float v) {
+  if (d == DType::kBF16) return scalar::Bf16ToF32(scalar::F32ToBf16(v));
+  if (d == DType::kF16) return scalar::F16ToF32(scalar::F32ToF16(v));
+  return v;
+}
+
+std::string_view IntStatusName(IntStatus s) {
+  switch (s) {
+    case IntStatus::kOk: return "ok";
+    case IntStatus::kOverflow: return "integer overflow";
+    case IntStatus::kDivByZero: return "integer division by zero";
+  }
+  return "?";
+}
+
+IntStatus IntBinary(Fn fn, DType d, int64_t a, int64_t b, int64_t* out) {
+  int64_t r = 0;
+  bool overflow = false;
+  switch (fn) {
+    case Fn::kAdd: overflow = __builtin_add_overflow(a, b, &r); break;
+    case Fn::kSub: overflow = __builtin_sub_overflow(a, b, &r); break;
+    case Fn::kMul: overflow = __builtin_mul_overflow(a, b, &r); break;
+    case Fn::kDiv:
+    case Fn::kRem:
+      if (b == 0) return IntStatus::kDivByZero;
+      if (fn == Fn::kDiv && a == INT64_MIN && b == -1) return IntStatus::kOverflow;
+      r = fn == Fn::kDiv ? scalar::Div<int64_t>(a, b) : scalar::Rem<int64_t>(a, b);
+      break;
+    case Fn::kMax: r = scalar::Max<int64_t>(a, b); break;
+    case Fn::kMin: r = scalar::Min<int64_t>(a, b); break;
+    default: PTOX_ICHECK(false) << "no integer op for " << FnName(fn);
+  }
+  if (overflow || !InRange(d, r)) return IntStatus::kOverflow;
+  *out = r;
+  return IntStatus::kOk;
+}
+
+IntStatus IntUnary(Fn fn, DType d, int64_t a, int64_t* out) {
+  int64_t r = 0;
+  switch (fn) {
+    case Fn::kNeg:
+    case Fn::kAbs:
+      if (a == INT64_MIN) return IntStatus::kOverflow;
+      r = fn == Fn::kNeg ? -a : scalar::Abs<int64_t>(a);
+      break;
+    case Fn::kRelu: r = scalar::Relu<int64_t>(a); break;
+    default: PTOX_ICHECK(false) << "no integer op for " << FnName(fn);
+  }
+  if (!InRange(d, r)) return IntStatus::kOverflow;
+  *out = r;
+  return IntStatus::kOk;
+}
+
+template <typename T>
+static bool Compare(Fn fn, T a, T b) {
+  switch (fn) {
+    case Fn::kEq: return scalar::Eq(a, b);
+    case Fn::kNe: return scalar::Ne(a, b);
+    case Fn::kLt: return scalar::Lt(a, b);
+    case Fn::kLe: return scalar::Le(a, b);
+    case Fn::kGt: return scalar::Gt(a, b);
+    case Fn::kGe: return scalar::Ge(a, b);
+    default: PTOX_ICHECK(false) << "no comparison " << FnName(fn);
+  }
+  return false;
+}
+
+bool IntCompare(Fn fn, int64_t a, int64_t b) { return Compare<int64_t>(fn, a, b); }
+bool FloatCompare(Fn fn, float a, float b) { return Compare<float>(fn, a, b); }
+
+float FloatBinary(Fn fn, float a, float b) {
+  switch (fn) {
+    case Fn::kAdd: return scalar::Add(a, b);
+    case Fn::kSub: return scalar::Sub(a, b);
+    case Fn::kMul: return scalar::Mul(a, b);
+    case Fn::kDiv: return scalar::Div(a, b);
+    case Fn::kMax: return scalar::Max(a, b);
+    case Fn::kMin: return scalar::Min(a, b);
+    default: PTOX_ICHECK(false) << "no float binary op " << FnName(fn);
+  }
+  return 0.0f;
+}
+
+float FloatUnary(Fn fn, float a) {
+  switch (fn) {
+    case Fn::kNeg: return scalar::Neg(a);
+    case Fn::kAbs: return scalar::Abs(a);
+    case Fn::kExp: return scalar::Exp(a);
+    case Fn::kLog: return scalar::Log(a);
+    case Fn::kSqrt: return scalar::Sqrt(a);
+    case Fn::kRsqrt: return scalar::Rsqrt(a);
+    case Fn::kRecip: return scalar::Recip(a);
+    case Fn::kTanh: return scalar::Tanh(a);
+    case Fn::kSigmoid: return scalar::Sigmoid(a);
+    case Fn::kRelu: return scalar::Relu(a);
+    case Fn::kSilu: return scalar::Silu(a);
+    case Fn::kGelu: return scalar::Gelu(a);
+    default: PTOX_ICHECK(false) << "no float unary op " << FnName(fn);
+  }
+  return 0.0f;
+}
+
+// Float -> integer: truncate toward zero, saturate, NaN -> 0.
+static int64_t FloatToInt(float v, DType to) {
+  if (std::isnan(v)) return 0;
+  double t = std::trunc(static_cast<double>(v));
+  // 2^63 is exactly representable; anything at or beyond it saturates.
+  if (t >= 9223372036854775808.0) return IntMax(to);
+  if (t < -9223372036854775808.0) return IntMin(to);
+  int64_t i = static_cast<int64_t>(t);
+  return i < IntMin(to) ? IntMin(to) : (i > IntMax(to) ? IntMax(to) : i);
+}
+
+bool Cast(const Scalar& from, DType to, Scalar* out) {
+  bool from_float = IsFloat(from.dtype);
+  if (IsFloat(to)) {
+    float v = from_float ? from.f : static_cast<float>(from.i);  // int64 -> f32: RNE
+    *out = Scalar::Float(to, RoundTo(to, v));
+    return true;
+  }
+  if (to == DType::kBool) {
+    *out = Scalar::Int(to, from_float ? (from.f != 0.0f ? 1 : 0) : (from.i != 0 ? 1 : 0));
+    return true;
+  }
+  if (from_float) {
+    *out = Scalar::Int(to, FloatToInt(from.f, to));
+    return true;
+  }
+  if (!InRange(to, from.i)) return false;
+  *out = Scalar::Int(to, from.i);
+  return true;
+}
+
+std::string ToString(const Scalar& s) {
+  char buf[32];
+  if (IsFloat(s.dtype)) std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(s.f));
+  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(s.i));
+  return std::string(DTypeName(s.dtype)) + " " + buf;
+}
+
+}  // namespace ptox::interp

@@ -1,0 +1,295 @@
+// The ptox binary as a user runs it: --version, doctor, and run (summaries, .npy inputs and
+// outputs, symbolic dims, --check, exit codes for bad input). Inputs must never be modified.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ptox/ptox.h"
+#include "tests/unit/cli/test_util.h"
+#include "tools/ptox/npy.h"
+
+namespace ptox::cli {
+namespace {
+
+using testing::Lines;
+using testing::Ptox;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+constexpr char kTileAdd[] = R"(
+func @tile_add(%a: in tensor<128x128xf32>, %b: in tensor<128x128xf32>,
+               %c: out tensor<128x128xf32>) {
+  incore {
+    %ta = tile.load %a[0, 0] : tile<128x128xf32>
+    %tb = tile.load %b[0, 0] : tile<128x128xf32>
+    %tc = tile.add %ta, %tb
+    tile.store %tc, %c[0, 0]
+  }
+}
+)";
+
+// Writes only the top 64 rows of %c: the bottom half keeps the 0xFF (NaN) fill.
+constexpr char kHalfStore[] =
+    R"(func @half(%a: in tensor<128x128xf32>, %c: out tensor<128x128xf32>) {
+  incore {
+    %ta = tile.load %a[0, 0] : tile<64x128xf32>
+    tile.store %ta, %c[0, 0]
+  }
+}
+)";
+
+constexpr char kScale[] =
+    R"(func @scale(%x: in tensor<4x8xf32>, %alpha: in f32, %y: out tensor<4x8xf32>) {
+  incore {
+    %t = tile.load %x[0, 0] : tile<4x8xf32>
+    %u = tile.mul %t, %alpha
+    tile.store %u, %y[0, 0]
+  }
+}
+)";
+
+const std::string kDynExample = std::string(PTOX_EXAMPLES_DIR) + "/hello_dyn.pto";
+
+// Skips the calling test while the parser or interpreter is still a placeholder.
+#define PTOX_REQUIRE_RUNTIME()                                                 \
+  do {                                                                         \
+    if (std::string why = RuntimeMissing(); !why.empty()) GTEST_SKIP() << why; \
+  } while (0)
+
+std::string RuntimeMissing() {
+  Result<Program> p = Program::Parse(kTileAdd);
+  if (!p.ok()) return p.status().code() == StatusCode::kUnsupported ? p.status().message() : "";
+  std::vector<float> a(128 * 128), b(128 * 128), c(128 * 128);
+  auto view = [](std::vector<float>& v) {
+    return Tensor::Contiguous(v.data(), DType::kF32, {128, 128});
+  };
+  Status s = Run(*p, {view(a), view(b), view(c)});
+  return s.code() == StatusCode::kUnsupported ? s.message() : "";
+}
+
+// A random f32 .npy of `shape`; returns the values.
+std::vector<float> WriteRandomF32(const std::string& path, std::vector<int64_t> shape,
+                                  unsigned seed) {
+  Result<NpyArray> a = NpyArray::Allocate(DType::kF32, shape);
+  EXPECT_TRUE(a.ok());
+  std::vector<float> v(a->numel());
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-100, 100);
+  for (float& x : v) x = dist(rng);
+  std::memcpy(a->data(), v.data(), a->nbytes());
+  EXPECT_TRUE(WriteNpy(path, *a).ok());
+  return v;
+}
+
+TEST(Cli, Version) {
+  ProcessResult r = Ptox({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("ptox ", 0), 0u) << r.out;
+}
+
+TEST(Doctor, ChecksAndReportsIsa) {
+  ProcessResult r = Ptox({"doctor"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("avx512f"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cache dir"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("threads: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("g++: g++"), std::string::npos) << r.out;  // `g++ --version`'s line
+  for (const std::string& line : Lines(r.out)) {
+    bool tagged =
+        line.rfind("ok   ", 0) == 0 || line.rfind("warn ", 0) == 0 || line.rfind("fail ", 0) == 0;
+    EXPECT_TRUE(tagged) << line;
+    if (line.rfind("ok", 0) != 0) {
+      EXPECT_NE(line.find("(fix: "), std::string::npos) << line;
+    }
+  }
+}
+
+TEST(Doctor, UnwritableCacheDirFails) {
+  setenv("PTOX_CACHE_DIR", "/proc/ptox-cannot-exist", 1);
+  ProcessResult r = Ptox({"doctor"});
+  unsetenv("PTOX_CACHE_DIR");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("fail cache dir: /proc/ptox-cannot-exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(fix: set PTOX_CACHE_DIR"), std::string::npos) << r.out;
+}
+
+TEST(RunErrors, MissingFileIsInvalidInput) {
+  ProcessResult r = Ptox({"run", "/nonexistent/x.pto"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RunErrors, UnknownTargetIsUnsupported) {
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--target=quantum"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown target 'quantum'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RunErrors, BadInputsCount) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  WriteRandomF32(dir / "a.npy", {128, 128}, 1);
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--inputs", dir / "a.npy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--inputs: 1 file(s) given, but the function has 2"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RunErrors, MalformedNpy) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  WriteRandomF32(dir / "a.npy", {128, 128}, 1);
+  std::string good = ReadFile(dir / "a.npy");
+  WriteFile(dir / "b.npy", good.substr(0, good.size() - 100));
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--inputs", dir / "a.npy," + dir / "b.npy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("b.npy: expected 65536 bytes of data, found 65436"), std::string::npos)
+      << r.err;
+}
+
+TEST(RunErrors, ShapeAndDtypeMismatchNameFileAndParam) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  WriteRandomF32(dir / "a.npy", {128, 128}, 1);
+  WriteRandomF32(dir / "small.npy", {128, 64}, 2);
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--inputs", dir / "a.npy," + dir / "small.npy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("small.npy: shape 128x64xf32 does not match %b: tensor<128x128xf32>"),
+            std::string::npos)
+      << r.err;
+  Result<NpyArray> ints = NpyArray::Allocate(DType::kI32, {128, 128});
+  ASSERT_TRUE(WriteNpy(dir / "i.npy", *ints).ok());
+  r = Ptox({"run", dir / "p.pto", "--inputs", dir / "i.npy," + dir / "a.npy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("i.npy: dtype i32 ('<i4') does not match %a"), std::string::npos) << r.err;
+}
+
+TEST(Run, RandomInputsPrintSummaryAndOk) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--target=interp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0].rfind("%c: 128x128xf32 min=-", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].find("nan="), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" checksum=0x"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1], "OK");
+  // The same seed gives the same bits; another seed does not.
+  EXPECT_EQ(Ptox({"run", dir / "p.pto", "--seed", "0"}).out, r.out);
+  ProcessResult other = Ptox({"run", dir / "p.pto", "--seed", "1"});
+  EXPECT_EQ(other.exit_code, 0);
+  EXPECT_NE(other.out, r.out);
+}
+
+TEST(Run, NpyInputsGiveExactSumsAndStayUnmodified) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  std::vector<float> a = WriteRandomF32(dir / "a.npy", {128, 128}, 1);
+  std::vector<float> b = WriteRandomF32(dir / "b.npy", {128, 128}, 2);
+  std::string a_bytes = ReadFile(dir / "a.npy"), b_bytes = ReadFile(dir / "b.npy");
+  ProcessResult r = Ptox({"run", dir / "p.pto", "--inputs", dir / "a.npy," + dir / "b.npy",
+                          "--outputs", dir / "out/nested", "--check"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[1], "%c: max |diff| = 0 vs interp");
+  EXPECT_EQ(lines[2], "OK");
+  EXPECT_EQ(ReadFile(dir / "a.npy"), a_bytes);
+  EXPECT_EQ(ReadFile(dir / "b.npy"), b_bytes);
+  Result<NpyArray> c = ReadNpy(dir / "out/nested/c.npy");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->shape(), (std::vector<int64_t>{128, 128}));
+  const float* cv = reinterpret_cast<const float*>(c->data());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(cv[i], a[i] + b[i]) << i;
+}
+
+TEST(Run, UnwrittenOutputRegionsShowAsNan) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kHalfStore);
+  ProcessResult r = Ptox({"run", dir / "p.pto"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" nan=8192 "), std::string::npos) << r.out;
+}
+
+TEST(Run, OutputsNeverOverwriteInputs) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kTileAdd);
+  WriteRandomF32(dir / "c.npy", {128, 128}, 1);  // an input that happens to be named c.npy
+  WriteRandomF32(dir / "b.npy", {128, 128}, 2);
+  std::string before = ReadFile(dir / "c.npy");
+  ProcessResult r = Ptox(
+      {"run", dir / "p.pto", "--inputs", dir / "c.npy," + dir / "b.npy", "--outputs", dir.path()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("would overwrite input"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(dir / "c.npy"), before);
+}
+
+TEST(Run, SymbolicDimsFromFlagOrInputs) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  ProcessResult r = Ptox({"run", kDynExample});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("symbol N has no size: pass --dims N=<size> or --inputs"), std::string::npos)
+      << r.err;
+  r = Ptox({"run", kDynExample, "--dims", "N=100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("%c: 100x128xf32 min=", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("nan="), std::string::npos) << r.out;  // the partial tail tile is stored
+  WriteRandomF32(dir / "a.npy", {70, 128}, 1);
+  WriteRandomF32(dir / "b.npy", {70, 128}, 2);
+  r = Ptox({"run", kDynExample, "--inputs", dir / "a.npy," + dir / "b.npy", "--check"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("%c: 70x128xf32 min=", 0), 0u) << r.out;
+  r = Ptox({"run", kDynExample, "--inputs", dir / "a.npy," + dir / "b.npy", "--dims", "N=100"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("binds symbol N = 70, but --dims N=100 set it to 100"), std::string::npos)
+      << r.err;
+  r = Ptox({"run", kDynExample, "--dims", "Q=3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no parameter uses symbol Q"), std::string::npos) << r.err;
+}
+
+TEST(Run, ScalarParameters) {
+  PTOX_REQUIRE_RUNTIME();
+  TempDir dir;
+  WriteFile(dir / "p.pto", kScale);
+  ProcessResult r = Ptox({"run", dir / "p.pto"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("scalar parameter %alpha: f32 has no value: pass --scalars alpha=<value>"),
+            std::string::npos)
+      << r.err;
+  std::vector<float> x = WriteRandomF32(dir / "x.npy", {4, 8}, 3);
+  r = Ptox({"run", dir / "p.pto", "--inputs", dir / "x.npy", "--scalars", "alpha=0.5", "--outputs",
+            dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Result<NpyArray> y = ReadNpy(dir / "y.npy");
+  ASSERT_TRUE(y.ok());
+  const float* yv = reinterpret_cast<const float*>(y->data());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(yv[i], x[i] * 0.5f) << i;
+  r = Ptox({"run", dir / "p.pto", "--scalars", "alpha=abc"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = Ptox({"run", dir / "p.pto", "--scalars", "alpha=1,beta=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no scalar parameter %beta"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ptox::cli
