@@ -78,6 +78,30 @@ Result<Program> Transform(const Program& program, const TransformOptions& option
 std::vector<std::pair<std::string, std::string>> ListPasses();
 std::vector<std::string> DefaultPipeline();
 
+// What `ptox compile` produces for a compiled target.
+enum class Emit {
+  kIr,      // the IR after the default pass pipeline (what codegen sees)
+  kSource,  // the generated source
+  kBinary,  // the path of the compiled shared object (in the compile cache)
+};
+struct CompileOptions {
+  std::string target = "cpu";
+  std::string function;  // empty: the last function in the module
+  Emit emit = Emit::kSource;
+};
+// Compiles (through the cache for kBinary) and returns the text or the binary's path.
+Result<std::string> Compile(const Program& program, const CompileOptions& options);
+
+// The persistent compile cache ($PTOX_CACHE_DIR, default ~/.cache/ptox).
+struct CacheInfo {
+  std::string dir;
+  int64_t entries = 0;
+  int64_t bytes = 0;
+};
+Result<CacheInfo> GetCacheInfo();
+// Removes every cache entry; returns the number of files removed.
+Result<int64_t> ClearCache();
+
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();
 

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "driver/cache.h"
 #include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/signature.h"
@@ -117,6 +118,38 @@ std::vector<std::pair<std::string, std::string>> ListPasses() {
 }
 
 std::vector<std::string> DefaultPipeline() { return passes::DefaultPipeline(); }
+
+Result<std::string> Compile(const Program& program, const CompileOptions& options) {
+  std::string out;
+  Status s = Guard([&] {
+    const ir::Func* f = Entry(program.module(), options.function);
+    const targets::Target& target = targets::GetTarget(options.target);
+    switch (options.emit) {
+      case Emit::kIr: out = ir::Print(driver::Lower(*f)); break;
+      case Emit::kSource: out = target.Source(driver::Lower(*f)); break;
+      case Emit::kBinary: out = driver::CompileToCache(target, *f); break;
+    }
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<CacheInfo> GetCacheInfo() {
+  CacheInfo info;
+  Status s = Guard([&] {
+    driver::CompileCache::Info i = driver::CompileCache().Stats();
+    info = {i.dir, i.entries, i.bytes};
+  });
+  if (!s.ok()) return s;
+  return info;
+}
+
+Result<int64_t> ClearCache() {
+  int64_t n = 0;
+  Status s = Guard([&] { n = driver::CompileCache().Clear(); });
+  if (!s.ok()) return s;
+  return n;
+}
 
 std::vector<std::string> AvailableTargets() {
   std::vector<std::string> names;

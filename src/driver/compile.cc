@@ -17,23 +17,37 @@ ir::Func Lower(const ir::Func& func) {
   return *lowered.funcs[0];
 }
 
+namespace {
+
+// The cache key of a generated source for a target: everything that determines the binary.
+std::string KeyOf(const targets::Target& target, const std::string& source) {
+  return HashHex(source + "\n" + target.BuildIdentity());
+}
+
+std::string BuildCached(const targets::Target& target, const std::string& source,
+                        const std::string& key) {
+  CompileCache cache;
+  if (std::optional<std::string> path = cache.Lookup(key)) return *path;
+  return cache.Insert(key, [&](const std::string& tmp) { target.Build(source, tmp); });
+}
+
+}  // namespace
+
+std::string CompileToCache(const targets::Target& target, const ir::Func& func) {
+  std::string source = target.Source(Lower(func));
+  return BuildCached(target, source, KeyOf(target, source));
+}
+
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
                                                    const ir::Func& func) {
-  ir::Func lowered = Lower(func);
-  std::string source = target.Source(lowered);
-  std::string key = HashHex(source + "\n" + target.BuildIdentity());
+  std::string source = target.Source(Lower(func));
+  std::string key = KeyOf(target, source);
 
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const targets::Executable>> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-
-  CompileCache cache;
-  std::optional<std::string> path = cache.Lookup(key);
-  if (!path) {
-    path = cache.Insert(key, [&](const std::string& tmp) { target.Build(source, tmp); });
-  }
-  auto exe = target.Load(*path);
+  auto exe = target.Load(BuildCached(target, source, key));
   loaded[key] = exe;
   return exe;
 }

@@ -1,4 +1,4 @@
-// ptox CLI entry point: `ptox <run|opt|doctor> ...`, `ptox --version`. Artifacts go to stdout,
+// ptox CLI entry point: `ptox <run|compile|opt|cache|doctor> ...`, `ptox --version`. Artifacts go to stdout,
 // diagnostics to stderr.
 #include <cstdio>
 #include <exception>
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ptox ") + PTOX_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, Handler> handlers;
-  for (auto reg : {RegisterRun, RegisterOpt, RegisterDoctor}) {
+  for (auto reg : {RegisterRun, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor}) {
     size_t before = app.get_subcommands({}).size();
     Handler h = reg(app);
     handlers[app.get_subcommands({})[before]] = std::move(h);

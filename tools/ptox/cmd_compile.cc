@@ -1,0 +1,61 @@
+// `ptox compile FILE --target=T --emit=ir|src|bin [-o PATH] [--function NAME]`: what a compiled
+// target makes of a program: the lowered IR, the generated source, or the shared object.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "commands.h"
+#include "ptox/ptox.h"
+
+namespace ptox::cli {
+namespace {
+
+struct CompileArgs {
+  std::string file;
+  std::string target = "cpu";
+  std::string function;
+  Emit emit = Emit::kSource;
+  std::string output;
+};
+
+int RunCompile(const CompileArgs& args) {
+  Result<Program> prog = Program::FromFile(args.file);
+  if (!prog.ok()) return Fail(prog.status());
+  Result<std::string> out = Compile(*prog, {args.target, args.function, args.emit});
+  if (!out.ok()) return Fail(out.status());
+  if (args.emit == Emit::kBinary) {
+    std::string dest = args.output.empty() ? "a.so" : args.output;
+    std::error_code ec;
+    std::filesystem::copy_file(*out, dest, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return Fail(Status(StatusCode::kInvalid, "error: cannot write " + dest + ": " + ec.message()));
+    std::fprintf(stderr, "wrote %s\n", dest.c_str());
+    return 0;
+  }
+  if (args.output.empty()) {
+    std::fputs(out->c_str(), stdout);
+    return 0;
+  }
+  FILE* f = std::fopen(args.output.c_str(), "wb");
+  if (f == nullptr || std::fputs(out->c_str(), f) < 0 || std::fclose(f) != 0)
+    return Fail(Status(StatusCode::kInvalid, "error: cannot write " + args.output));
+  return 0;
+}
+
+}  // namespace
+
+Handler RegisterCompile(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* sub = app.add_subcommand("compile", "Compile a program for a target and emit a stage");
+  sub->add_option("file", args->file, "a .pto file")->required();
+  sub->add_option("--target", args->target, "cpu, cpu-avx512, cpu-avx2 or cpu-scalar");
+  sub->add_option("--function", args->function, "the function to compile (default: the last)");
+  const std::map<std::string, Emit> emits = {
+      {"ir", Emit::kIr}, {"src", Emit::kSource}, {"bin", Emit::kBinary}};
+  sub->add_option("--emit", args->emit, "ir, src or bin")
+      ->transform(CLI::CheckedTransformer(emits, CLI::ignore_case));
+  sub->add_option("-o,--output", args->output, "output file (default: stdout; bin: a.so)");
+  return [args] { return RunCompile(*args); };
+}
+
+}  // namespace ptox::cli
