@@ -82,7 +82,7 @@ PTOX_HD inline uint16_t F32ToF16(float x) {
   n += (rem > 0x1000u || (rem == 0x1000u && (n & 1u))) ? 1u : 0u;
   // Subnormal range (a < 2^-14): value / 2^-24 rounded to nearest even.
   int32_t shift = 126 - static_cast<int32_t>(a >> 23);  // >= 14 here
-  shift = shift > 31 ? 31 : (shift < 1 ? 1 : shift);  // only used when in range
+  shift = shift > 31 ? 31 : (shift < 1 ? 1 : shift);    // only used when in range
   uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
   uint32_t q = m >> shift;
   uint32_t r = m & ((1u << shift) - 1u);
@@ -101,18 +101,26 @@ PTOX_HD inline uint16_t F32ToF16(float x) {
 // IEEE add / sub / mul / div for floats (correctly rounded). For integers: plain arithmetic; the
 // caller checks overflow. Integer Div is floor division; b != 0 and no overflow required.
 template <typename T>
-PTOX_HD inline T Add(T a, T b) { return a + b; }
+PTOX_HD inline T Add(T a, T b) {
+  return a + b;
+}
 template <typename T>
-PTOX_HD inline T Sub(T a, T b) { return a - b; }
+PTOX_HD inline T Sub(T a, T b) {
+  return a - b;
+}
 template <typename T>
-PTOX_HD inline T Mul(T a, T b) { return a * b; }
+PTOX_HD inline T Mul(T a, T b) {
+  return a * b;
+}
 template <typename T>
 PTOX_HD inline T Div(T a, T b) {
   T q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <>
-PTOX_HD inline float Div<float>(float a, float b) { return a / b; }
+PTOX_HD inline float Div<float>(float a, float b) {
+  return a / b;
+}
 
 // Floor remainder (sign of the divisor, Python semantics): Rem(-7, 2) = 1, Rem(7, -2) = -1.
 // Integers only; b != 0 required; Rem(MIN, -1) = 0.
@@ -125,9 +133,13 @@ PTOX_HD inline T Rem(T a, T b) {
 // Max / Min: NaN if either operand is NaN (unlike fmaxf), and -0 < +0: Max(-0, +0) = +0,
 // Min(-0, +0) = -0 in either operand order. Exact.
 template <typename T>
-PTOX_HD inline T Max(T a, T b) { return a < b ? b : a; }
+PTOX_HD inline T Max(T a, T b) {
+  return a < b ? b : a;
+}
 template <typename T>
-PTOX_HD inline T Min(T a, T b) { return b < a ? b : a; }
+PTOX_HD inline T Min(T a, T b) {
+  return b < a ? b : a;
+}
 template <>
 PTOX_HD inline float Max<float>(float a, float b) {
   float m = a < b ? b : (b < a ? a : (FloatBits(a) & 0x80000000u ? b : a));
@@ -142,30 +154,50 @@ PTOX_HD inline float Min<float>(float a, float b) {
 // Neg flips the sign (Neg(+0) = -0, Neg(NaN) = NaN with the sign flipped). Integers: the caller
 // checks Neg(MIN). Exact.
 template <typename T>
-PTOX_HD inline T Neg(T a) { return -a; }
+PTOX_HD inline T Neg(T a) {
+  return -a;
+}
 // Abs clears the sign bit of floats (Abs(-0) = +0, Abs(-Inf) = +Inf, NaN stays NaN). Exact.
 template <typename T>
-PTOX_HD inline T Abs(T a) { return a < 0 ? -a : a; }
+PTOX_HD inline T Abs(T a) {
+  return a < 0 ? -a : a;
+}
 template <>
-PTOX_HD inline float Abs<float>(float a) { return BitsFloat(FloatBits(a) & 0x7FFFFFFFu); }
+PTOX_HD inline float Abs<float>(float a) {
+  return BitsFloat(FloatBits(a) & 0x7FFFFFFFu);
+}
 
 // Relu(x) = x <= 0 ? +0 : x, so Relu(-0) = +0, Relu(NaN) = NaN, Relu(-Inf) = 0. Exact.
 template <typename T>
-PTOX_HD inline T Relu(T a) { return a <= T(0) ? T(0) : a; }
+PTOX_HD inline T Relu(T a) {
+  return a <= T(0) ? T(0) : a;
+}
 
 // Comparisons follow IEEE: any comparison with NaN is false except Ne; -0 == +0. Exact.
 template <typename T>
-PTOX_HD inline bool Eq(T a, T b) { return a == b; }
+PTOX_HD inline bool Eq(T a, T b) {
+  return a == b;
+}
 template <typename T>
-PTOX_HD inline bool Ne(T a, T b) { return a != b; }
+PTOX_HD inline bool Ne(T a, T b) {
+  return a != b;
+}
 template <typename T>
-PTOX_HD inline bool Lt(T a, T b) { return a < b; }
+PTOX_HD inline bool Lt(T a, T b) {
+  return a < b;
+}
 template <typename T>
-PTOX_HD inline bool Le(T a, T b) { return a <= b; }
+PTOX_HD inline bool Le(T a, T b) {
+  return a <= b;
+}
 template <typename T>
-PTOX_HD inline bool Gt(T a, T b) { return a > b; }
+PTOX_HD inline bool Gt(T a, T b) {
+  return a > b;
+}
 template <typename T>
-PTOX_HD inline bool Ge(T a, T b) { return a >= b; }
+PTOX_HD inline bool Ge(T a, T b) {
+  return a >= b;
+}
 
 // ---- Roots and reciprocals ---------------------------------------------------------------------
 

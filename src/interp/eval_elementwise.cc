@@ -27,8 +27,10 @@ struct Rhs {
 Rhs GetRhs(const ir::OpStmt& op, const Env& env, size_t k, DType dtype) {
   Rhs rhs;
   const ir::Operand& o = op.args()[k];
-  if (IsTileOperand(o)) rhs.tile = &env.GetTile(o);
-  else rhs.scalar = env.GetScalar(o, dtype, OpWhere(op));
+  if (IsTileOperand(o))
+    rhs.tile = &env.GetTile(o);
+  else
+    rhs.scalar = env.GetScalar(o, dtype, OpWhere(op));
   return rhs;
 }
 
@@ -64,8 +66,10 @@ RtValue EvalBinary(const ir::OpStmt& op, const Env& env, bool compare) {
     for (int64_t c = 0; c < a.cols; ++c) {
       if (a.is_float()) {
         float x = a.F(r, c), y = rhs.F(a, r, c);
-        if (compare) out.I(r, c) = FloatCompare(fn, x, y);
-        else out.F(r, c) = RoundTo(d, FloatBinary(fn, x, y));
+        if (compare)
+          out.I(r, c) = FloatCompare(fn, x, y);
+        else
+          out.F(r, c) = RoundTo(d, FloatBinary(fn, x, y));
         continue;
       }
       int64_t x = a.I(r, c), y = rhs.I(r, c), v = 0;
@@ -95,7 +99,8 @@ RtValue EvalUnary(const ir::OpStmt& op, const Env& env) {
         int64_t v = 0;
         IntStatus st = IntUnary(fn, a.dtype, a.I(r, c), &v);
         if (st != IntStatus::kOk)
-          v = IntError(op, out, r, c, st, std::string(FnName(fn)) + " " + std::to_string(a.I(r, c)));
+          v = IntError(op, out, r, c, st,
+                       std::string(FnName(fn)) + " " + std::to_string(a.I(r, c)));
         out.I(r, c) = v;
       }
     }
@@ -113,8 +118,10 @@ RtValue EvalSelect(const ir::OpStmt& op, const Env& env) {
   for (int64_t r = 0; r < a.rows; ++r) {
     for (int64_t c = 0; c < a.cols; ++c) {
       const bool take_a = cond.I(r, c) != 0;
-      if (a.is_float()) out.F(r, c) = take_a ? a.F(r, c) : rhs.F(a, r, c);
-      else out.I(r, c) = take_a ? a.I(r, c) : rhs.I(r, c);
+      if (a.is_float())
+        out.F(r, c) = take_a ? a.F(r, c) : rhs.F(a, r, c);
+      else
+        out.I(r, c) = take_a ? a.I(r, c) : rhs.I(r, c);
     }
   }
   return std::make_shared<const Tile>(std::move(out));
@@ -126,8 +133,8 @@ RtValue EvalCast(const ir::OpStmt& op, const Env& env) {
   Tile out = ResultLike(a, Rhs{}, to);
   for (int64_t r = 0; r < a.rows; ++r) {
     for (int64_t c = 0; c < a.cols; ++c) {
-      Scalar from = a.is_float() ? Scalar::Float(a.dtype, a.F(r, c))
-                                 : Scalar::Int(a.dtype, a.I(r, c));
+      Scalar from =
+          a.is_float() ? Scalar::Float(a.dtype, a.F(r, c)) : Scalar::Int(a.dtype, a.I(r, c));
       Scalar v;
       if (!Cast(from, to, &v)) {
         PTOX_RUNTIME_CHECK(!out.IsValid(r, c))
@@ -135,8 +142,10 @@ RtValue EvalCast(const ir::OpStmt& op, const Env& env) {
             << "] does not fit in " << DTypeName(to);
         v = Scalar::Int(to, 0);
       }
-      if (out.is_float()) out.F(r, c) = v.f;
-      else out.I(r, c) = v.i;
+      if (out.is_float())
+        out.F(r, c) = v.f;
+      else
+        out.I(r, c) = v.i;
     }
   }
   return std::make_shared<const Tile>(std::move(out));

@@ -17,8 +17,10 @@ Tile Tile::Make(int64_t rows, int64_t cols, DType dtype) {
   t.dtype = dtype;
   t.valid_rows = rows;
   t.valid_cols = cols;
-  if (IsFloat(dtype)) t.f.assign(rows * cols, 0.0f);
-  else t.i.assign(rows * cols, 0);
+  if (IsFloat(dtype))
+    t.f.assign(rows * cols, 0.0f);
+  else
+    t.i.assign(rows * cols, 0);
   return t;
 }
 
@@ -71,7 +73,7 @@ void WriteInt(DType d, char* p, int64_t v) {
 
 // The 2-D window of a tensor that a tile at `offsets` covers.
 struct Window {
-  char* base = nullptr;  // element at the offsets
+  char* base = nullptr;                    // element at the offsets
   int64_t row_stride = 0, col_stride = 0;  // in bytes
   int64_t rows = 0, cols = 0;  // tensor extent from the offsets to the end of each tile dim
 };
@@ -123,8 +125,10 @@ RtValue EvalLoad(const ir::OpStmt& op, const Env& env) {
     for (int64_t c = 0; c < tile.cols; ++c) {
       const bool in = tile.IsValid(r, c);
       const char* p = in ? w.base + r * w.row_stride + c * w.col_stride : nullptr;
-      if (tile.is_float()) tile.F(r, c) = in ? ReadFloat(t.dtype, p) : pad.f;
-      else tile.I(r, c) = in ? ReadInt(t.dtype, p) : pad.i;
+      if (tile.is_float())
+        tile.F(r, c) = in ? ReadFloat(t.dtype, p) : pad.f;
+      else
+        tile.I(r, c) = in ? ReadInt(t.dtype, p) : pad.i;
     }
   }
   return std::make_shared<const Tile>(std::move(tile));
@@ -139,8 +143,10 @@ void EvalStore(const ir::OpStmt& op, const Env& env) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       char* p = w.base + r * w.row_stride + c * w.col_stride;
-      if (tile.is_float()) WriteFloat(t.dtype, p, tile.F(r, c));
-      else WriteInt(t.dtype, p, tile.I(r, c));
+      if (tile.is_float())
+        WriteFloat(t.dtype, p, tile.F(r, c));
+      else
+        WriteInt(t.dtype, p, tile.I(r, c));
     }
   }
 }
@@ -149,8 +155,10 @@ RtValue EvalFull(const ir::OpStmt& op, const Env& env) {
   const ir::Type& type = op.result()->type;
   Scalar s = env.GetScalar(op.args()[0], type.dtype(), OpWhere(op));
   Tile tile = Tile::Make(type.rows(), type.cols(), type.dtype());
-  if (tile.is_float()) std::fill(tile.f.begin(), tile.f.end(), s.f);
-  else std::fill(tile.i.begin(), tile.i.end(), s.i);
+  if (tile.is_float())
+    std::fill(tile.f.begin(), tile.f.end(), s.f);
+  else
+    std::fill(tile.i.begin(), tile.i.end(), s.i);
   return std::make_shared<const Tile>(std::move(tile));
 }
 

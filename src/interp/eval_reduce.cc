@@ -17,9 +17,9 @@ template <typename At>
 void ReduceLine(const ir::OpStmt& op, const Tile& a, Fn fn, int64_t line, int64_t len, At at,
                 Tile& out, int64_t dst) {
   PTOX_RUNTIME_CHECK(fn == Fn::kAdd || len > 0)
-      << OpWhere(op) << ": " << FnName(fn) << " of an empty " << (out.rows == 1 ? "column " : "row ")
-      << line << " (the valid region of the " << a.rows << "x" << a.cols << " tile is "
-      << a.valid_rows << "x" << a.valid_cols << ")";
+      << OpWhere(op) << ": " << FnName(fn) << " of an empty "
+      << (out.rows == 1 ? "column " : "row ") << line << " (the valid region of the " << a.rows
+      << "x" << a.cols << " tile is " << a.valid_rows << "x" << a.valid_cols << ")";
   const int64_t first = fn == Fn::kAdd ? 0 : 1;
   if (a.is_float()) {
     float acc = fn == Fn::kAdd ? 0.0f : a.f[at(0)];
@@ -30,7 +30,8 @@ void ReduceLine(const ir::OpStmt& op, const Tile& a, Fn fn, int64_t line, int64_
   int64_t acc = fn == Fn::kAdd ? 0 : a.i[at(0)];
   for (int64_t k = first; k < len; ++k) {
     IntStatus st = IntBinary(fn, DType::kI64, acc, a.i[at(k)], &acc);
-    PTOX_RUNTIME_CHECK(st == IntStatus::kOk) << OpWhere(op) << ": integer overflow in line " << line;
+    PTOX_RUNTIME_CHECK(st == IntStatus::kOk)
+        << OpWhere(op) << ": integer overflow in line " << line;
   }
   PTOX_RUNTIME_CHECK(InRange(a.dtype, acc))
       << OpWhere(op) << ": integer overflow: result " << acc << " of line " << line
@@ -45,11 +46,13 @@ RtValue EvalReduce(const ir::OpStmt& op, const Env& env, bool rows) {
   if (rows) {
     out.valid_rows = a.valid_rows;
     for (int64_t r = 0; r < a.valid_rows; ++r)
-      ReduceLine(op, a, fn, r, a.valid_cols, [&](int64_t k) { return r * a.cols + k; }, out, r);
+      ReduceLine(
+          op, a, fn, r, a.valid_cols, [&](int64_t k) { return r * a.cols + k; }, out, r);
   } else {
     out.valid_cols = a.valid_cols;
     for (int64_t c = 0; c < a.valid_cols; ++c)
-      ReduceLine(op, a, fn, c, a.valid_rows, [&](int64_t k) { return k * a.cols + c; }, out, c);
+      ReduceLine(
+          op, a, fn, c, a.valid_rows, [&](int64_t k) { return k * a.cols + c; }, out, c);
   }
   return std::make_shared<const Tile>(std::move(out));
 }
@@ -69,8 +72,8 @@ RtValue EvalArgmax(const ir::OpStmt& op, const Env& env) {
   out.valid_rows = a.valid_rows;
   for (int64_t r = 0; r < a.valid_rows; ++r) {
     PTOX_RUNTIME_CHECK(a.valid_cols > 0)
-        << OpWhere(op) << ": argmax of an empty row " << r << " (the valid region of the "
-        << a.rows << "x" << a.cols << " tile is " << a.valid_rows << "x" << a.valid_cols << ")";
+        << OpWhere(op) << ": argmax of an empty row " << r << " (the valid region of the " << a.rows
+        << "x" << a.cols << " tile is " << a.valid_rows << "x" << a.valid_cols << ")";
     int64_t best = 0;
     for (int64_t c = 1; c < a.valid_cols; ++c) {
       bool wins = a.is_float() ? Beats(a.F(r, c), a.F(r, best)) : a.I(r, c) > a.I(r, best);

@@ -17,16 +17,16 @@ const RtValue& Env::Get(const ir::Value& v) const {
 const TileRef& Env::GetTileRef(const ir::Operand& o) const {
   PTOX_ICHECK(o.is_value()) << "interpreter: a tile operand is an immediate";
   const RtValue& v = Get(o.value());
-  PTOX_ICHECK(std::holds_alternative<TileRef>(v)) << "interpreter: %" << o.value()->name
-                                                  << " is not a tile";
+  PTOX_ICHECK(std::holds_alternative<TileRef>(v))
+      << "interpreter: %" << o.value()->name << " is not a tile";
   return std::get<TileRef>(v);
 }
 
 const Tensor& Env::GetTensor(const ir::Operand& o) const {
   PTOX_ICHECK(o.is_value()) << "interpreter: a tensor operand is an immediate";
   const RtValue& v = Get(o.value());
-  PTOX_ICHECK(std::holds_alternative<const Tensor*>(v)) << "interpreter: %" << o.value()->name
-                                                        << " is not a tensor";
+  PTOX_ICHECK(std::holds_alternative<const Tensor*>(v))
+      << "interpreter: %" << o.value()->name << " is not a tensor";
   return *std::get<const Tensor*>(v);
 }
 
@@ -38,8 +38,8 @@ Scalar Env::GetScalar(const ir::Operand& o, DType dtype, std::string_view op) co
     from = Scalar::Float(DType::kF32, static_cast<float>(o.float_value()));
   } else {
     const RtValue& v = Get(o.value());
-    PTOX_ICHECK(std::holds_alternative<Scalar>(v)) << "interpreter: %" << o.value()->name
-                                                   << " is not a scalar";
+    PTOX_ICHECK(std::holds_alternative<Scalar>(v))
+        << "interpreter: %" << o.value()->name << " is not a scalar";
     from = std::get<Scalar>(v);
   }
   if (from.dtype == dtype) return from;
@@ -95,8 +95,8 @@ class Interpreter {
   // Loop-carried and if results take the declared type of their value: an immediate yielded
   // for an i32 iter arg becomes an i32 scalar.
   void Bind(const std::vector<ir::Value>& vals, const std::vector<RtValue>& xs, const char* what) {
-    PTOX_ICHECK(vals.size() == xs.size()) << what << ": yields " << xs.size() << " values for "
-                                          << vals.size();
+    PTOX_ICHECK(vals.size() == xs.size())
+        << what << ": yields " << xs.size() << " values for " << vals.size();
     for (size_t k = 0; k < vals.size(); ++k) {
       RtValue x = xs[k];
       if (auto* s = std::get_if<Scalar>(&x); s && s->dtype != vals[k]->type.dtype()) {
@@ -145,8 +145,8 @@ class Interpreter {
     const int64_t lb = env_.GetIndex(f.lb());
     const int64_t ub = env_.GetIndex(f.ub());
     const int64_t step = env_.GetIndex(f.step());
-    PTOX_RUNTIME_CHECK(step > 0) << "for: step must be positive, got " << step << " (bounds "
-                                 << lb << " to " << ub << ")";
+    PTOX_RUNTIME_CHECK(step > 0) << "for: step must be positive, got " << step << " (bounds " << lb
+                                 << " to " << ub << ")";
     std::vector<RtValue> carried = Values(f.inits());
     for (int64_t iv = lb; iv < ub;) {
       env_.Set(f.iv(), Scalar::Int(f.iv()->type.dtype(), iv));
@@ -184,8 +184,8 @@ void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env) {
       env.Set(p, Scalar::Float(d, RoundTo(d, static_cast<float>(*x))));
     } else {
       int64_t v = std::get<int64_t>(args[k]);
-      PTOX_CHECK(InRange(d, v), Span{}) << "argument for %" << p->name << " = " << v
-                                        << " does not fit in " << DTypeName(d);
+      PTOX_CHECK(InRange(d, v), Span{})
+          << "argument for %" << p->name << " = " << v << " does not fit in " << DTypeName(d);
       env.Set(p, Scalar::Int(d, v));
     }
   }

@@ -13,7 +13,8 @@ namespace ptox::interp {
 Fn FnOf(ir::OpCode op) {
   switch (op) {
 #define PTOX_OP(e, name, family, fn) \
-  case ir::OpCode::k##e: return Fn::k##fn;
+  case ir::OpCode::k##e:             \
+    return Fn::k##fn;
 #include "ops/ops.def"
 #undef PTOX_OP
   }
@@ -22,9 +23,9 @@ Fn FnOf(ir::OpCode op) {
 
 std::string_view FnName(Fn fn) {
   static constexpr std::string_view kNames[] = {
-      "none", "add", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "exp", "log", "sqrt",
-      "rsqrt", "recip", "tanh", "sigmoid", "relu", "silu", "gelu", "eq", "ne", "lt", "le", "gt",
-      "ge"};
+      "none", "add",  "sub", "mul",  "div",   "rem",   "max",  "min",     "neg",
+      "abs",  "exp",  "log", "sqrt", "rsqrt", "recip", "tanh", "sigmoid", "relu",
+      "silu", "gelu", "eq",  "ne",   "lt",    "le",    "gt",   "ge"};
   return kNames[static_cast<int>(fn)];
 }
 
@@ -181,8 +182,10 @@ bool Cast(const Scalar& from, DType to, Scalar* out) {
 
 std::string ToString(const Scalar& s) {
   char buf[32];
-  if (IsFloat(s.dtype)) std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(s.f));
-  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(s.i));
+  if (IsFloat(s.dtype))
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(s.f));
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(s.i));
   return std::string(DTypeName(s.dtype)) + " " + buf;
 }
 

@@ -13,8 +13,32 @@ namespace ptox::interp {
 
 // The ScalarFn column of ops.def.
 enum class Fn : uint8_t {
-  kNone, kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kRecip,
-  kTanh, kSigmoid, kRelu, kSilu, kGelu, kEq, kNe, kLt, kLe, kGt, kGe,
+  kNone,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kRem,
+  kMax,
+  kMin,
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kRecip,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kSilu,
+  kGelu,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
 };
 Fn FnOf(ir::OpCode op);
 std::string_view FnName(Fn fn);

@@ -47,8 +47,10 @@ struct Tile {
   int64_t I(int64_t r, int64_t c) const { return i[r * cols + c]; }
   // Copies element (r, c) of `src` (same dtype) to (dr, dc) of this tile.
   void CopyFrom(const Tile& src, int64_t r, int64_t c, int64_t dr, int64_t dc) {
-    if (is_float()) F(dr, dc) = src.F(r, c);
-    else I(dr, dc) = src.I(r, c);
+    if (is_float())
+      F(dr, dc) = src.F(r, c);
+    else
+      I(dr, dc) = src.I(r, c);
   }
 };
 using TileRef = std::shared_ptr<const Tile>;

@@ -3,9 +3,10 @@
 
 namespace ptox::ir {
 
-Type Operand::type() const {
+const Type& Operand::type() const {
+  static const Type kIndex = Type::Scalar(DType::kIndex), kF32 = Type::Scalar(DType::kF32);
   if (is_value()) return value()->type;
-  return Type::Scalar(is_int() ? DType::kIndex : DType::kF32);
+  return is_int() ? kIndex : kF32;
 }
 
 std::shared_ptr<const OpStmt> OpStmt::Make(OpCode op, std::vector<Operand> args, Attrs attrs,

@@ -40,7 +40,8 @@ class Operand {
   const Value& value() const { return std::get<Value>(data_); }
   int64_t int_value() const { return std::get<int64_t>(data_); }
   double float_value() const { return std::get<double>(data_); }
-  Type type() const;
+  // A reference that stays valid as long as the operand (immediates share static types).
+  const Type& type() const;
   bool operator==(const Operand& o) const { return data_ == o.data_; }
 
  private:

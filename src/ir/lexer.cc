@@ -19,10 +19,11 @@ std::string Printable(std::string_view text, size_t max_len) {
   std::string s;
   for (size_t i = 0; i < text.size() && i < max_len; ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f)
+    if (c >= 0x20 && c < 0x7f) {
       s += static_cast<char>(c);
-    else
+    } else {
       s += fmt::format("\\x{:02x}", c);
+    }
   }
   if (text.size() > max_len) s += "...";
   return s;

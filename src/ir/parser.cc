@@ -246,8 +246,10 @@ class Parser {
 
   // '{' stmt* '}': a new scope; `owner` is the token that opened the construct (for messages).
   Block ParseBlock(const Token& owner) {
-    Token open = Expect(TokenKind::kLBrace,
-                        "'{' to open the body of '" + std::string(Printable(owner.text)) + "'");
+    PTOX_CHECK(Is(TokenKind::kLBrace), SpanOf(tok_))
+        << "expected '{' to open the body of '" << Printable(owner.text) << "', got "
+        << DescribeToken(tok_);
+    Token open = Take();
     PTOX_CHECK(++depth_ <= kMaxNesting, SpanOf(open))
         << "blocks nest deeper than " << kMaxNesting << " levels";
     size_t mark = visible_.size();
@@ -300,12 +302,14 @@ class Parser {
       args = ParseOperandList(head.line);
     } else {
       for (int i = 0; i < idx; ++i) {
-        args.push_back(ParseOperand("as operand of " + std::string(name)));
+        args.push_back(ParseOperand("as operand of ", name));
         Expect(TokenKind::kComma, "',' after the operand");
       }
-      args.push_back(ParseOperand("as operand of " + std::string(name)));
-      Expect(TokenKind::kLBracket,
-             "'[' and offsets after the indexed operand of " + std::string(name) + " (%t[i, j])");
+      args.push_back(ParseOperand("as operand of ", name));
+      PTOX_CHECK(Is(TokenKind::kLBracket), SpanOf(tok_))
+          << "expected '[' and offsets after the indexed operand of " << name << " (%t[i, j]), got "
+          << DescribeToken(tok_);
+      Take();
       if (!TryTake(TokenKind::kRBracket)) {
         do {
           args.push_back(ParseOperand("as offset"));
@@ -358,12 +362,14 @@ class Parser {
     size_t mark = visible_.size();
     Value iv_value = Bind(iv, Type::Scalar(DType::kIndex));
     std::vector<Value> iter_args, result_values;
-    for (size_t i = 0; i < inits.size(); ++i)
+    for (size_t i = 0; i < inits.size(); ++i) {
       iter_args.push_back(Bind(iter_names[i], inits[i].type()));
+    }
     Block body = ParseBlock(head);
     CloseScope(mark);
-    for (size_t i = 0; i < inits.size(); ++i)
+    for (size_t i = 0; i < inits.size(); ++i) {
       result_values.push_back(Bind(results[i], inits[i].type()));
+    }
     return ForStmt::Make(iv_value, std::move(lb), std::move(ub), std::move(step), kind,
                          std::move(iter_args), std::move(inits), std::move(body),
                          std::move(result_values), span);
@@ -396,9 +402,10 @@ class Parser {
     return Is(TokenKind::kValueName) || Is(TokenKind::kInt) || Is(TokenKind::kFloat) ||
            AtFloatWord();
   }
-  Operand ParseOperand(const std::string& context) {
-    PTOX_CHECK(AtOperand(), SpanOf(tok_))
-        << "expected a value (%name) or a number " << context << ", got " << DescribeToken(tok_);
+  // One operand; `context` (+ `op`) says where it stands, for the error message.
+  Operand ParseOperand(std::string_view context, std::string_view op = {}) {
+    PTOX_CHECK(AtOperand(), SpanOf(tok_)) << "expected a value (%name) or a number " << context
+                                          << op << ", got " << DescribeToken(tok_);
     Token t = Take();
     if (t.kind == TokenKind::kValueName) return Lookup(t);
     if (t.kind == TokenKind::kInt) return Operand::Int(IntValue(t));

@@ -40,7 +40,13 @@ class Printer {
  private:
   // Name for a newly defined value: its hint when free, else hint_N / N.
   std::string Def(const Value& v) {
-    std::string base = v->name.empty() ? "" : v->name;
+    std::string base = v->name;
+    // Names print as %[A-Za-z0-9_.]+ so that the parser reads them back.
+    for (char& c : base) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == '.';
+      if (!ok) c = '_';
+    }
     std::string name = base;
     for (int n = 0; name.empty() || used_.count(name); ++n)
       name = base.empty() ? std::to_string(next_id_++) : base + "_" + std::to_string(n);

@@ -77,7 +77,7 @@ class Folder {
   // Returns the folded immediate for an op, if it folds.
   std::optional<ir::Operand> TryFold(const ir::OpStmt& op, const std::vector<ir::Operand>& args) {
     if (op.op() == ir::OpCode::kTensorDim) {
-      const ir::Dim& d = args[0].type().shape()[args[1].int_value()];
+      const ir::Dim d = args[0].type().shape()[args[1].int_value()];  // type() is a copy
       if (d.is_static()) return ir::Operand::Int(d.size);
       return {};
     }

@@ -15,7 +15,7 @@
 #include "commands.h"
 #include "ptox/ptox.h"
 #include "support/cpu_features.h"
-#include "tools/ptox/subprocess.h"
+#include "support/subprocess.h"
 
 namespace ptox::cli {
 namespace {

@@ -311,7 +311,9 @@ Status Prepare(const RunArgs& args, const std::vector<ParamInfo>& params, Arrays
 int RunCommand(RunArgs args) {
   if (!args.function.empty() && args.function[0] == '@') args.function.erase(0, 1);
   std::vector<std::string> targets = AvailableTargets();
-  if (std::find(targets.begin(), targets.end(), args.target) == targets.end())
+  // "cpu" is an alias for the best CPU target; Run() resolves it.
+  if (args.target != "cpu" &&
+      std::find(targets.begin(), targets.end(), args.target) == targets.end())
     return Fail(Status(StatusCode::kUnsupported,
                        fmt::format("unsupported: unknown target '{}' (available: {})", args.target,
                                    fmt::join(targets, ", "))));
@@ -357,6 +359,7 @@ Handler RegisterRun(CLI::App& app) {
   sub->add_option("--function", args->function, "the entry function (default: the last one)");
   sub->add_option("--seed", args->seed,
                   "seed for random inputs: floats uniform in [-1, 1), ints in [-8, 8], bools 0/1")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--inputs", args->inputs,
                   "one .npy per in/inout tensor parameter, in order (bf16: '<u2' raw bits)")

@@ -58,7 +58,9 @@ TEST(Npy, RoundTripsEveryDtype) {
       EXPECT_EQ(b->dtype(), t) << DTypeName(t);
       EXPECT_EQ(b->shape(), shape);
       ASSERT_EQ(b->nbytes(), a.nbytes());
-      EXPECT_EQ(std::memcmp(a.data(), b->data(), a.nbytes()), 0) << DTypeName(t);
+      if (a.nbytes() > 0) {  // an empty array may have no storage (null data)
+        EXPECT_EQ(std::memcmp(a.data(), b->data(), a.nbytes()), 0) << DTypeName(t);
+      }
     }
   }
 }
@@ -79,7 +81,7 @@ TEST(Npy, WritesNumpyStyleHeader) {
 
 TEST(Npy, BigHeaderUsesVersion2) {
   TempDir dir;
-  std::vector<int64_t> shape(9000, 1);
+  std::vector<int64_t> shape(25000, 1);  // "1, " x 25000 > 65535 header bytes
   shape[0] = 3;
   NpyArray a = Patterned(DType::kI32, shape);
   ASSERT_TRUE(WriteNpy(dir / "big.npy", a).ok());

@@ -12,8 +12,8 @@ int64_t RunScalar(const std::function<Value(Builder&, const std::vector<Value>& 
   std::vector<Value> params;
   for (size_t k = 0; k < param_types.size(); ++k)
     params.push_back(b.Param("p" + std::to_string(k), Direction::kIn, param_types[k]));
-  Value out = b.Param("r", Direction::kOut,
-                      Type::Tensor({Dim::Static(1), Dim::Static(1)}, DType::kI64));
+  Value out =
+      b.Param("r", Direction::kOut, Type::Tensor({Dim::Static(1), Dim::Static(1)}, DType::kI64));
   Value v = body(b, params);
   Value w = b.Op(OpCode::kArithCast, {v}, {}, Type::Scalar(DType::kI64));
   b.Incore([&] {
@@ -37,10 +37,9 @@ TEST(For, IterArgsCarryAndZeroTripReturnsInits) {
             }),
             24);
   EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>&) {
-              return b.For(Operand::Int(5), Operand::Int(5), Operand::Int(1), {Operand::Int(42)},
-                           [&](Value i, const std::vector<Value>&) {
-                             return std::vector<Operand>{i};
-                           })[0];
+              return b.For(
+                  Operand::Int(5), Operand::Int(5), Operand::Int(1), {Operand::Int(42)},
+                  [&](Value i, const std::vector<Value>&) { return std::vector<Operand>{i}; })[0];
             }),
             42);
 }
@@ -76,8 +75,13 @@ TEST(If, RunsOneArm) {
   auto body = [](Builder& b, const std::vector<Value>& p) {
     Value c = b.Op(OpCode::kArithLt, {p[0], Operand::Int(5)});
     return b.If(
-        c, [&] { return std::vector<Operand>{b.Op(OpCode::kArithMul, {p[0], Operand::Int(2)})}; },
-        [&] { return std::vector<Operand>{b.Op(OpCode::kArithDiv, {p[0], Operand::Int(0)})}; })[0];
+        c,
+        [&] {
+          return std::vector<Operand>{b.Op(OpCode::kArithMul, {p[0], Operand::Int(2)})};
+        },
+        [&] {
+          return std::vector<Operand>{b.Op(OpCode::kArithDiv, {p[0], Operand::Int(0)})};
+        })[0];
   };
   std::vector<Type> types{Type::Scalar(DType::kIndex)};
   EXPECT_EQ(RunScalar(body, types, {int64_t{3}}), 6);
@@ -88,8 +92,11 @@ TEST(If, RunsOneArm) {
 TEST(Arith, FloorDivisionRemainderAndMinMax) {
   std::vector<Type> t2{Type::Scalar(DType::kI32), Type::Scalar(DType::kI32)};
   auto op = [&](OpCode c, int64_t a, int64_t b) {
-    return RunScalar([&](Builder& bl, const std::vector<Value>& p) { return bl.Op(c, {p[0], p[1]}); },
-                     t2, {a, b});
+    return RunScalar(
+        [&](Builder& bl, const std::vector<Value>& p) {
+          return bl.Op(c, {p[0], p[1]});
+        },
+        t2, {a, b});
   };
   EXPECT_EQ(op(OpCode::kArithDiv, -7, 2), -4);
   EXPECT_EQ(op(OpCode::kArithRem, -7, 2), 1);
@@ -107,9 +114,11 @@ TEST(Arith, IndexOverflowIsDetected) {
   std::vector<Type> t{Type::Scalar(DType::kIndex)};
   ExpectRuntimeError(
       [&] {
-        RunScalar([](Builder& b, const std::vector<Value>& p) {
-          return b.Op(OpCode::kArithMul, {p[0], Operand::Int(4)});
-        }, t, {int64_t{INT64_MAX / 2}});
+        RunScalar(
+            [](Builder& b, const std::vector<Value>& p) {
+              return b.Op(OpCode::kArithMul, {p[0], Operand::Int(4)});
+            },
+            t, {int64_t{INT64_MAX / 2}});
       },
       "integer overflow in index");
 }
@@ -117,35 +126,46 @@ TEST(Arith, IndexOverflowIsDetected) {
 TEST(Arith, FloatOpsCastsAndSelect) {
   std::vector<Type> tf{Type::Scalar(DType::kF32)};
   // f32 param 2.5: 2.5 * 3 -> 7.5 -> cast to i64 truncates to 7.
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              return b.Op(OpCode::kArithMul, {p[0], Operand::Int(3)});
-            }, tf, {2.5}),
+  EXPECT_EQ(RunScalar(
+                [](Builder& b, const std::vector<Value>& p) {
+                  return b.Op(OpCode::kArithMul, {p[0], Operand::Int(3)});
+                },
+                tf, {2.5}),
             7);
   // -inf saturates; NaN (0/0) casts to 0.
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              return b.Op(OpCode::kArithDiv, {p[0], Operand::Float(0.0)});
-            }, tf, {-1.0}),
+  EXPECT_EQ(RunScalar(
+                [](Builder& b, const std::vector<Value>& p) {
+                  return b.Op(OpCode::kArithDiv, {p[0], Operand::Float(0.0)});
+                },
+                tf, {-1.0}),
             INT64_MIN);
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              return b.Op(OpCode::kArithDiv, {p[0], Operand::Float(0.0)});
-            }, tf, {0.0}),
+  EXPECT_EQ(RunScalar(
+                [](Builder& b, const std::vector<Value>& p) {
+                  return b.Op(OpCode::kArithDiv, {p[0], Operand::Float(0.0)});
+                },
+                tf, {0.0}),
             0);
   // select(2.5 > 1.0, 11, 22) with index immediates.
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              Value c = b.Op(OpCode::kArithGt, {p[0], Operand::Float(1.0)});
-              return b.Op(OpCode::kArithSelect, {c, Operand::Int(11), Operand::Int(22)});
-            }, tf, {2.5}),
+  EXPECT_EQ(RunScalar(
+                [](Builder& b, const std::vector<Value>& p) {
+                  Value c = b.Op(OpCode::kArithGt, {p[0], Operand::Float(1.0)});
+                  return b.Op(OpCode::kArithSelect, {c, Operand::Int(11), Operand::Int(22)});
+                },
+                tf, {2.5}),
             11);
   // NaN compares false except ne.
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              Value nan = b.Op(OpCode::kArithDiv, {p[0], p[0]});
-              Value ne = b.Op(OpCode::kArithNe, {nan, nan});
-              Value eq = b.Op(OpCode::kArithEq, {nan, nan});
-              Value a = b.Op(OpCode::kArithCast, {ne}, {}, Type::Scalar(DType::kIndex));
-              Value c = b.Op(OpCode::kArithCast, {eq}, {}, Type::Scalar(DType::kIndex));
-              return b.Op(OpCode::kArithAdd, {b.Op(OpCode::kArithMul, {a, Operand::Int(10)}), c});
-            }, tf, {0.0}),
-            10);
+  EXPECT_EQ(
+      RunScalar(
+          [](Builder& b, const std::vector<Value>& p) {
+            Value nan = b.Op(OpCode::kArithDiv, {p[0], p[0]});
+            Value ne = b.Op(OpCode::kArithNe, {nan, nan});
+            Value eq = b.Op(OpCode::kArithEq, {nan, nan});
+            Value a = b.Op(OpCode::kArithCast, {ne}, {}, Type::Scalar(DType::kIndex));
+            Value c = b.Op(OpCode::kArithCast, {eq}, {}, Type::Scalar(DType::kIndex));
+            return b.Op(OpCode::kArithAdd, {b.Op(OpCode::kArithMul, {a, Operand::Int(10)}), c});
+          },
+          tf, {0.0}),
+      10);
 }
 
 TEST(Arith, NarrowingCastIsRangeChecked) {
@@ -161,9 +181,11 @@ TEST(Arith, NarrowingCastIsRangeChecked) {
 TEST(TensorDim, ReturnsTheBoundSize) {
   std::vector<Type> t{Type::Tensor({Dim::Symbol("M"), Dim::Static(2)}, DType::kF32)};
   std::vector<float> data(14);
-  EXPECT_EQ(RunScalar([](Builder& b, const std::vector<Value>& p) {
-              return b.Op(OpCode::kTensorDim, {p[0], Operand::Int(0)});
-            }, t, {Tensor::Contiguous(data.data(), DType::kF32, {7, 2})}),
+  EXPECT_EQ(RunScalar(
+                [](Builder& b, const std::vector<Value>& p) {
+                  return b.Op(OpCode::kTensorDim, {p[0], Operand::Int(0)});
+                },
+                t, {Tensor::Contiguous(data.data(), DType::kF32, {7, 2})}),
             7);
 }
 

@@ -53,7 +53,8 @@ TEST(TileBinary, AddSubMulDivIeee) {
 }
 
 TEST(TileBinary, MaxMinPropagateNaNAndOrderZeros) {
-  auto mx = BinaryF32(OpCode::kTileMax, {kNaN, 1.0f, -0.0f, 0.0f, -3.0f}, {1.0f, kNaN, 0.0f, -0.0f, -4.0f});
+  auto mx = BinaryF32(OpCode::kTileMax, {kNaN, 1.0f, -0.0f, 0.0f, -3.0f},
+                      {1.0f, kNaN, 0.0f, -0.0f, -4.0f});
   EXPECT_TRUE(std::isnan(mx[0]));
   EXPECT_TRUE(std::isnan(mx[1]));
   EXPECT_EQ(Bits(mx[2]), Bits(0.0f));
@@ -140,16 +141,22 @@ TEST(TileBinary, IntegerArithmeticAndFloorDivision) {
 }
 
 TEST(TileBinary, IntegerOverflowIsAnError) {
-  ExpectRuntimeError([] { BinaryI32(OpCode::kTileAdd, {1, INT32_MAX}, {1, 1}); },
-                     "tile.add: integer overflow in i32 at element [0, 1]: 2147483647 add 1");
+  ExpectRuntimeError(
+      [] {
+        BinaryI32(OpCode::kTileAdd, {1, INT32_MAX}, {1, 1});
+      },
+      "tile.add: integer overflow in i32 at element [0, 1]: 2147483647 add 1");
   ExpectRuntimeError([] { BinaryI32(OpCode::kTileMul, {65536}, {65536}); }, "integer overflow");
   ExpectRuntimeError([] { BinaryI32(OpCode::kTileDiv, {INT32_MIN}, {-1}); }, "integer overflow");
   ExpectRuntimeError([] { BinaryI32(OpCode::kTileSub, {INT32_MIN}, {1}); }, "integer overflow");
 }
 
 TEST(TileBinary, IntegerDivisionByZeroIsAnError) {
-  ExpectRuntimeError([] { BinaryI32(OpCode::kTileDiv, {4, 4}, {2, 0}); },
-                     "integer division by zero in i32 at element [0, 1]");
+  ExpectRuntimeError(
+      [] {
+        BinaryI32(OpCode::kTileDiv, {4, 4}, {2, 0});
+      },
+      "integer division by zero in i32 at element [0, 1]");
 }
 
 TEST(TileBinary, IntegerErrorsInPaddingProduceZero) {

@@ -49,7 +49,8 @@ struct Buf {
     b.shape = std::move(shape);
     b.pad_front = pad_front;
     b.bytes.assign(pad_front + values.size() * sizeof(T), 0xAB);
-    if (!values.empty()) std::memcpy(b.bytes.data() + pad_front, values.data(), values.size() * sizeof(T));
+    if (!values.empty())
+      std::memcpy(b.bytes.data() + pad_front, values.data(), values.size() * sizeof(T));
     return b;
   }
   static Buf F32(std::vector<int64_t> shape, const std::vector<float>& v) {

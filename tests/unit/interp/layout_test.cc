@@ -65,8 +65,11 @@ TEST(TileSlice, DynamicOffsetOutOfBoundsIsAnError) {
   });
   ir::Func f = b.Finish();
   EXPECT_NO_THROW(interp::Run(f, {in.View(), int64_t{2}}));
-  ExpectRuntimeError([&] { interp::Run(f, {in.View(), int64_t{3}}); },
-                     "tile.slice: offsets [3, 0] are out of bounds (row offset in [0, 2]");
+  ExpectRuntimeError(
+      [&] {
+        interp::Run(f, {in.View(), int64_t{3}});
+      },
+      "tile.slice: offsets [3, 0] are out of bounds (row offset in [0, 2]");
 }
 
 TEST(TileAssemble, WritesSourceValidRegionKeepsDestinationValid) {

@@ -34,8 +34,8 @@ Tile LoadStore(Buf& in, std::vector<Operand> offsets, Type tile, Buf& out,
 TEST(TileLoad, EdgeTileIsPartialAndPadded) {
   Buf in = Buf::F32({3, 5}, Iota(15));
   Buf out = Buf::Filled(DType::kF32, {2, 4}, 99.0f);
-  Tile t = LoadStore(in, {Operand::Int(2), Operand::Int(3)}, Type::Tile(2, 4, DType::kF32), out,
-                     -1.5);
+  Tile t =
+      LoadStore(in, {Operand::Int(2), Operand::Int(3)}, Type::Tile(2, 4, DType::kF32), out, -1.5);
   EXPECT_EQ(t.valid_rows, 1);
   EXPECT_EQ(t.valid_cols, 2);
   EXPECT_EQ(t.f, (std::vector<float>{13, 14, -1.5f, -1.5f, -1.5f, -1.5f, -1.5f, -1.5f}));
@@ -57,8 +57,8 @@ TEST(TileLoad, DefaultPadIsZero) {
 TEST(TileStore, ClipsToTensorBounds) {
   // A full 2x2 tile stored at [1, 1] of a 2x2 tensor writes only element [1][1].
   Builder b("t");
-  Value y = b.Param("y", Direction::kOut, Type::Tensor({Dim::Static(2), Dim::Static(2)},
-                                                     DType::kF32));
+  Value y =
+      b.Param("y", Direction::kOut, Type::Tensor({Dim::Static(2), Dim::Static(2)}, DType::kF32));
   b.Incore([&] {
     Value t = b.Op(OpCode::kTileFull, {Operand::Float(4.5)}, {}, Type::Tile(2, 2, DType::kF32));
     b.Store(t, y, {Operand::Int(1), Operand::Int(1)});
@@ -188,17 +188,24 @@ TEST(TileLoad, OffsetAtDimIsOutOfBounds) {
     b.Store(t, y, Zeros(2));
   });
   ir::Func f = b.Finish();
-  ExpectRuntimeError([&] { interp::Run(f, {in.View(), out.View(), int64_t{4}}); },
-                     "tile.load: offsets [4, 0] are out of bounds for a tensor of shape 4x4xf32");
-  ExpectRuntimeError([&] { interp::Run(f, {in.View(), out.View(), int64_t{-1}}); }, "out of bounds");
+  ExpectRuntimeError(
+      [&] {
+        interp::Run(f, {in.View(), out.View(), int64_t{4}});
+      },
+      "tile.load: offsets [4, 0] are out of bounds for a tensor of shape 4x4xf32");
+  ExpectRuntimeError(
+      [&] {
+        interp::Run(f, {in.View(), out.View(), int64_t{-1}});
+      },
+      "out of bounds");
   EXPECT_NO_THROW(interp::Run(f, {in.View(), out.View(), int64_t{3}}));
   EXPECT_EQ(out.F(0), 12.0f);
 }
 
 TEST(TileLoad, EmptyTensorCannotBeLoaded) {
   Builder b("t");
-  Value x = b.Param("x", Direction::kIn, Type::Tensor({Dim::Symbol("N"), Dim::Static(4)},
-                                                     DType::kF32));
+  Value x =
+      b.Param("x", Direction::kIn, Type::Tensor({Dim::Symbol("N"), Dim::Static(4)}, DType::kF32));
   b.Incore([&] { b.Load(x, Zeros(2), Type::Tile(2, 4, DType::kF32)); });
   ir::Func f = b.Finish();
   Buf in = Buf::F32({0, 4}, {});

@@ -137,9 +137,9 @@ TEST(TileExpand, RowAndColBroadcasts) {
   Value rsub, cdiv;
   b.Incore([&] {
     Value t = b.Load(x, Zeros(2), Type::Tile(2, 3, DType::kF32));
-    Value rmax = b.Op(OpCode::kTileRowMax, {t});       // [3, 6]
+    Value rmax = b.Op(OpCode::kTileRowMax, {t});        // [3, 6]
     rsub = b.Op(OpCode::kTileRowExpandSub, {t, rmax});  // softmax-style shift
-    Value csum = b.Op(OpCode::kTileColSum, {t});       // [5, 7, 9]
+    Value csum = b.Op(OpCode::kTileColSum, {t});        // [5, 7, 9]
     cdiv = b.Op(OpCode::kTileColExpandDiv, {t, csum});
   });
   ir::Func f = b.Finish();
@@ -158,8 +158,8 @@ TEST(TileExpand, ValidRegionComesFromBothOperands) {
   Value r;
   b.Incore([&] {
     Value a = b.Load(x, Zeros(2), Type::Tile(4, 2, DType::kF32));
-    Value v = b.Op(OpCode::kTileRowSum, {b.Load(x, {Operand::Int(1), Operand::Int(0)},
-                                                Type::Tile(4, 2, DType::kF32))});
+    Value v = b.Op(OpCode::kTileRowSum,
+                   {b.Load(x, {Operand::Int(1), Operand::Int(0)}, Type::Tile(4, 2, DType::kF32))});
     r = b.Op(OpCode::kTileRowExpandMul, {a, v});
   });
   ir::Func f = b.Finish();

@@ -107,8 +107,12 @@ TEST(ScalarAccuracy, GeluWithinDocumentedBound) {
 }
 
 TEST(ScalarAccuracy, RsqrtWithinOneUlpSqrtExact) {
-  EXPECT_LE(MaxUlp(Rsqrt, [](double x) { return 1.0 / std::sqrt(x); }, 1e-30f, 1e30f), 1);
-  EXPECT_EQ(MaxUlp(Sqrt, [](double x) { return std::sqrt(x); }, 0.0f, 1e30f), 0);
+  EXPECT_LE(MaxUlp(
+                Rsqrt, [](double x) { return 1.0 / std::sqrt(x); }, 1e-30f, 1e30f),
+            1);
+  EXPECT_EQ(MaxUlp(
+                Sqrt, [](double x) { return std::sqrt(x); }, 0.0f, 1e30f),
+            0);
 }
 
 TEST(ScalarEdges, Exp) {
@@ -254,16 +258,16 @@ TEST(F16, RoundingOverflowSubnormals) {
   EXPECT_EQ(F32ToF16(65520.0f), 0x7C00);  // tie with 65536 -> even -> Inf
   EXPECT_EQ(F32ToF16(-1e6f), 0xFC00);
   EXPECT_EQ(F32ToF16(kInf), 0x7C00);
-  EXPECT_EQ(F32ToF16(1.0f + 0x1p-11f), 0x3C00);               // tie -> even (down)
-  EXPECT_EQ(F32ToF16(1.0f + 3 * 0x1p-11f), 0x3C02);           // tie -> even (up)
-  EXPECT_EQ(F32ToF16(0x1p-24f), 0x0001);                      // smallest subnormal
-  EXPECT_EQ(F32ToF16(0x1p-25f), 0x0000);                      // tie with 0 -> even
-  EXPECT_EQ(F32ToF16(0x1.8p-24f), 0x0002);                    // 1.5 ulp tie -> 2
-  EXPECT_EQ(F32ToF16(0x1.000002p-25f), 0x0001);               // just above the tie
-  EXPECT_EQ(F32ToF16(-0x1p-14f), 0x8400);                     // smallest normal
-  EXPECT_EQ(F32ToF16(0x1.ff8p-15f), 0x03FF);                  // largest subnormal
-  EXPECT_EQ(F32ToF16(0x1.ffcp-15f), 0x0400);                  // tie -> even, into normal
-  EXPECT_EQ(F32ToF16(0x1.ffap-15f), 0x03FF);                  // below the tie
+  EXPECT_EQ(F32ToF16(1.0f + 0x1p-11f), 0x3C00);      // tie -> even (down)
+  EXPECT_EQ(F32ToF16(1.0f + 3 * 0x1p-11f), 0x3C02);  // tie -> even (up)
+  EXPECT_EQ(F32ToF16(0x1p-24f), 0x0001);             // smallest subnormal
+  EXPECT_EQ(F32ToF16(0x1p-25f), 0x0000);             // tie with 0 -> even
+  EXPECT_EQ(F32ToF16(0x1.8p-24f), 0x0002);           // 1.5 ulp tie -> 2
+  EXPECT_EQ(F32ToF16(0x1.000002p-25f), 0x0001);      // just above the tie
+  EXPECT_EQ(F32ToF16(-0x1p-14f), 0x8400);            // smallest normal
+  EXPECT_EQ(F32ToF16(0x1.ff8p-15f), 0x03FF);         // largest subnormal
+  EXPECT_EQ(F32ToF16(0x1.ffcp-15f), 0x0400);         // tie -> even, into normal
+  EXPECT_EQ(F32ToF16(0x1.ffap-15f), 0x03FF);         // below the tie
   EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
   EXPECT_EQ(F32ToF16(FromBits(0x7F800001)) & 0x7E00, 0x7E00);  // quiet NaN
   EXPECT_EQ(F32ToF16(FromBits(0xFFC00000)), 0xFE00);
@@ -291,8 +295,10 @@ TEST(F16, MatchesDoubleRoundingOnRandomFloats) {
     double q = std::nearbyint(std::ldexp(ax, 10 - e));
     double want = std::ldexp(q, e - 10);
     float got = F16ToF32(F32ToF16(x));
-    if (want > 65504.0) ASSERT_EQ(got, kInf) << x;
-    else ASSERT_EQ(got, static_cast<float>(want)) << x;
+    if (want > 65504.0)
+      ASSERT_EQ(got, kInf) << x;
+    else
+      ASSERT_EQ(got, static_cast<float>(want)) << x;
   }
 }
 

@@ -249,6 +249,20 @@ TEST(ParserRoundTrip, BuilderProgramParsesToTheSameText) {
   EXPECT_EQ(load.result()->type, Type::Tile(16, 32, DType::kF16));
 }
 
+TEST(ParserRoundTrip, BuilderNamesOutsideTheNameSyntaxStillParse) {
+  Builder b("names");
+  Value n = b.Param("my count", Direction::kIn, Type::Scalar(DType::kIndex));
+  b.Op(OpCode::kArithAdd, {n, Operand::Int(1)}, {}, {}, "x-1");
+  b.Op(OpCode::kArithAdd, {n, Operand::Int(2)}, {}, {}, "x+1");
+  std::string printed = Print(b.Finish());
+  EXPECT_EQ(printed,
+            "func @names(%my_count: in index) {\n"
+            "  %x_1 = arith.add %my_count, 1\n"
+            "  %x_1_0 = arith.add %my_count, 2\n"
+            "}\n");
+  EXPECT_EQ(Print(Parse(printed)), printed);
+}
+
 TEST(ParserTypes, SymbolicDims) {
   Module m = Parse("func @f(%x: in tensor<{N}x128x{K_2}xbf16>, %n: in index) {\n}\n");
   const Type& t = m.funcs[0]->params[0].value->type;
