@@ -102,6 +102,12 @@ Result<CacheInfo> GetCacheInfo();
 // Removes every cache entry; returns the number of files removed.
 Result<int64_t> ClearCache();
 
+// How far a compiled target may legitimately differ from the interpreter on `function`'s
+// outputs: 0 when every op is exact (elementwise, casts, layout, max / min), else K * 2^-23 for
+// the longest reordered reduction (row_sum / col_sum length, matmul K) — an output element then
+// agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound).
+Result<double> ReorderBound(const Program& program, std::string_view function = {});
+
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();
 

@@ -40,6 +40,36 @@ inline bool Locate(Ctx& ctx, const TensorArg& t, std::initializer_list<int64_t> 
   return true;
 }
 
+// An element of a tensor at any alignment: the caller's tensor may be unaligned for M, and this
+// type lets the compiler vectorize the row loops below with unaligned loads / stores.
+template <typename M>
+using Unaligned __attribute__((aligned(1), may_alias)) = M;
+
+// dst[c] = FromMemory(src[c]) for one contiguous row: a plain copy where memory and storage agree
+// (not bool, which loads as 0 / 1), else a widening loop that GCC vectorizes (bf16 / f16).
+template <DT D>
+inline void LoadRow(Storage<D>* dst, const char* src, int64_t n) {
+  using M = Memory<D>;
+  if constexpr (std::is_same_v<M, Storage<D>> && D != DT::kBool) {
+    std::memcpy(dst, src, n * sizeof(M));
+  } else {
+    const Unaligned<M>* s = reinterpret_cast<const Unaligned<M>*>(src);
+    for (int64_t c = 0; c < n; ++c) dst[c] = FromMemory<D>(s[c]);
+  }
+}
+
+// One contiguous row back to memory (ToMemory narrows bf16 / f16, rounding to nearest even).
+template <DT D>
+inline void StoreRow(char* dst, const Storage<D>* src, int64_t n) {
+  using M = Memory<D>;
+  if constexpr (std::is_same_v<M, Storage<D>>) {
+    std::memcpy(dst, src, n * sizeof(M));
+  } else {
+    Unaligned<M>* d = reinterpret_cast<Unaligned<M>*>(dst);
+    for (int64_t c = 0; c < n; ++c) d[c] = ToMemory<D>(src[c]);
+  }
+}
+
 template <DT D, int R, int C>
 void Load(Ctx& ctx, Tile<D, R, C>& out, const TensorArg& t, std::initializer_list<int64_t> offs,
           double pad, const char* where) {
@@ -50,22 +80,19 @@ void Load(Ctx& ctx, Tile<D, R, C>& out, const TensorArg& t, std::initializer_lis
   out.vc = std::min<int64_t>(C, w.cols);
   Storage<D> pad_value{};
   CastValue<DT::kF32, D>(static_cast<float>(pad), &pad_value);
-  const M* base = reinterpret_cast<const M*>(w.base);
   for (int64_t r = 0; r < R; ++r) {
     Storage<D>* dst = out.v + r * C;
     if (r >= out.vr) {
       std::fill(dst, dst + C, pad_value);
       continue;
     }
-    const M* row = base + r * w.row_stride;
+    const char* row = w.base + r * w.row_stride * static_cast<int64_t>(sizeof(M));
     if (w.col_stride == 1) {
-      M tmp[C];  // memcpy first: the tensor may be unaligned for M
-      std::memcpy(tmp, row, out.vc * sizeof(M));
-      for (int64_t c = 0; c < out.vc; ++c) dst[c] = FromMemory<D>(tmp[c]);
+      LoadRow<D>(dst, row, out.vc);
     } else {
       for (int64_t c = 0; c < out.vc; ++c) {
         M m;
-        std::memcpy(&m, row + c * w.col_stride, sizeof(M));
+        std::memcpy(&m, row + c * w.col_stride * static_cast<int64_t>(sizeof(M)), sizeof(M));
         dst[c] = FromMemory<D>(m);
       }
     }
@@ -80,18 +107,16 @@ void Store(Ctx& ctx, const Tile<D, R, C>& in, const TensorArg& t,
   Window w;
   if (!Locate(ctx, t, offs, sizeof(M), where, &w)) return;
   const int64_t rows = std::min<int64_t>(in.vr, w.rows), cols = std::min<int64_t>(in.vc, w.cols);
-  M* base = reinterpret_cast<M*>(const_cast<char*>(w.base));
+  char* base = const_cast<char*>(w.base);
   for (int64_t r = 0; r < rows; ++r) {
-    M* row = base + r * w.row_stride;
+    char* row = base + r * w.row_stride * static_cast<int64_t>(sizeof(M));
     const Storage<D>* src = in.v + r * C;
     if (w.col_stride == 1) {
-      M tmp[C];
-      for (int64_t c = 0; c < cols; ++c) tmp[c] = ToMemory<D>(src[c]);
-      std::memcpy(row, tmp, cols * sizeof(M));
+      StoreRow<D>(row, src, cols);
     } else {
       for (int64_t c = 0; c < cols; ++c) {
         M m = ToMemory<D>(src[c]);
-        std::memcpy(row + c * w.col_stride, &m, sizeof(M));
+        std::memcpy(row + c * w.col_stride * static_cast<int64_t>(sizeof(M)), &m, sizeof(M));
       }
     }
   }

@@ -1,38 +1,142 @@
 // Reductions over a tile's valid region (row_* / col_* sum, max, min; row_argmax) and the
-// row_expand_* / col_expand_* broadcasts. Sums run in the interpreter's order (sequential from
-// +0 in f32, rounded to the dtype once at the end), so they match it bit for bit.
+// row_expand_* / col_expand_* broadcasts. Float reductions are vectorized with Highway (static
+// dispatch: generated code is compiled once per ISA):
+//  - row_sum uses 4 vector accumulators and a tree at the end, so it reorders the sum; the bound is
+//    |err| <= n * eps * sum|x| (docs/ops.md).
+//  - row_max / row_min are bit-identical to the interpreter: max / min over a set without NaN does
+//    not depend on the order (-0 < +0, equal values have equal bits), and a row whose vector
+//    result is NaN is reduced again sequentially, so the first NaN of the row (its exact payload)
+//    wins as in src/interp.
+//  - col_* keep the sequential order per column (vectorized across columns): bit-identical,
+//    col_sum included.
+// Integer reductions and row_argmax stay scalar.
 #pragma once
 
 #include <algorithm>
+
+// Highway 1.0 enables its AVX2 / AVX-512 targets only with -maes -mpclmul, which x86-64-v3 / v4 do
+// not imply; without this the static target would fall back to SSSE3. No AES / CLMUL op is used.
+#ifndef HWY_DISABLE_PCLMUL_AES
+#define HWY_DISABLE_PCLMUL_AES
+#endif
+#include <hwy/highway.h>
 
 #include "kernels/cpu/functors.h"
 
 namespace ptox::cpu {
 
-// Reduces `len` elements at base[k * stride] into *out; false (with an error) on failure.
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace vred {
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// scalar::Max / scalar::Min lane by lane, exactly: NaN a wins, then NaN b; equal operands pick by
+// sign (bitwise AND gives +0 for {-0, +0}, OR gives -0; equal nonzero values have equal bits).
+inline V MaxExact(V a, V b) {
+  const V m = hn::IfThenElse(hn::Lt(a, b), b, hn::IfThenElse(hn::Lt(b, a), a, hn::And(a, b)));
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, m));
+}
+inline V MinExact(V a, V b) {
+  const V m = hn::IfThenElse(hn::Lt(a, b), a, hn::IfThenElse(hn::Lt(b, a), b, hn::Or(a, b)));
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::IsNaN(b), b, m));
+}
+
+// The vector form of functor Fn (FnAdd, FnMax, FnMin).
+template <typename Fn>
+inline V Apply(V a, V b) {
+  if constexpr (std::is_same_v<Fn, FnAdd>) return hn::Add(a, b);
+  else if constexpr (std::is_same_v<Fn, FnMax>) return MaxExact(a, b);
+  else return MinExact(a, b);
+}
+
+// Sum of p[0, n) in f32: 4 accumulators (hides the add latency), lanes folded by a tree.
+inline float Sum(const float* p, int64_t n) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  V s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  int64_t k = 0;
+  for (; k + 4 * N <= n; k += 4 * N) {
+    s0 = hn::Add(s0, hn::LoadU(d, p + k));
+    s1 = hn::Add(s1, hn::LoadU(d, p + k + N));
+    s2 = hn::Add(s2, hn::LoadU(d, p + k + 2 * N));
+    s3 = hn::Add(s3, hn::LoadU(d, p + k + 3 * N));
+  }
+  for (; k + N <= n; k += N) s0 = hn::Add(s0, hn::LoadU(d, p + k));
+  float acc = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; k < n; ++k) acc += p[k];
+  return acc;
+}
+
+// Max / min of p[0, n), n >= 1, bit-identical to the sequential fold from p[0] (see the file
+// comment): the vector pass is exact unless the result is NaN, then the row is folded again.
+template <typename Fn>
+inline float Extreme(const float* p, int64_t n) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  float acc = p[0];
+  int64_t k = 1;
+  if (n >= 2 * N) {
+    // Max(x, x) == x, so every accumulator may start from the first vector.
+    V m0 = hn::LoadU(d, p), m1 = m0, m2 = m0, m3 = m0;
+    for (k = N; k + 4 * N <= n; k += 4 * N) {
+      m0 = Apply<Fn>(m0, hn::LoadU(d, p + k));
+      m1 = Apply<Fn>(m1, hn::LoadU(d, p + k + N));
+      m2 = Apply<Fn>(m2, hn::LoadU(d, p + k + 2 * N));
+      m3 = Apply<Fn>(m3, hn::LoadU(d, p + k + 3 * N));
+    }
+    for (; k + N <= n; k += N) m0 = Apply<Fn>(m0, hn::LoadU(d, p + k));
+    alignas(64) float lanes[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(Apply<Fn>(Apply<Fn>(m0, m1), Apply<Fn>(m2, m3)), d, lanes);
+    acc = lanes[0];
+    for (int64_t j = 1; j < N; ++j) acc = Fn::F(acc, lanes[j]);
+  }
+  for (; k < n; ++k) acc = Fn::F(acc, p[k]);
+  if (acc != acc) {  // NaN: find the first one, as the sequential fold does
+    acc = p[0];
+    for (k = 1; k < n; ++k) acc = Fn::F(acc, p[k]);
+  }
+  return acc;
+}
+
+// acc[c] = Fn(acc[c], row[c]) for c in [0, n): the per-column step of a column reduction.
+template <typename Fn>
+inline void Accumulate(float* acc, const float* row, int64_t n) {
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  for (; c + N <= n; c += N)
+    hn::StoreU(Apply<Fn>(hn::LoadU(d, acc + c), hn::LoadU(d, row + c)), d, acc + c);
+  for (; c < n; ++c) acc[c] = Fn::F(acc[c], row[c]);
+}
+
+}  // namespace vred
+
+template <typename Fn>
+inline void EmptyLineError(Ctx& ctx, const char* where, int64_t line) {
+  ctx.Error("%s: %s of an empty line %lld of the valid region", where, Fn::kName,
+            static_cast<long long>(line));
+}
+
+// Integer reduction of `len` elements at base[k * stride] into *out (sequential, checked);
+// false (with an error) on failure.
 template <typename Fn, DT D>
-bool ReduceLine(Ctx& ctx, const Storage<D>* base, int64_t stride, int64_t len, Storage<D>* out,
-                const char* where, int64_t line) {
+bool ReduceIntLine(Ctx& ctx, const Storage<D>* base, int64_t stride, int64_t len,
+                   Storage<D>* out, const char* where, int64_t line) {
   constexpr bool kSum = std::is_same_v<Fn, FnAdd>;
   if (!kSum && len == 0) {
-    ctx.Error("%s: %s of an empty line %lld of the valid region", where, Fn::kName,
-              static_cast<long long>(line));
+    EmptyLineError<Fn>(ctx, where, line);
     return false;
   }
-  if constexpr (IsFloatDT(D)) {
-    float acc = kSum ? 0.0f : base[0];
-    for (int64_t k = kSum ? 0 : 1; k < len; ++k) acc = Fn::F(acc, base[k * stride]);
-    *out = RoundTo<D>(acc);
-  } else {
-    int64_t acc = kSum ? 0 : base[0];
-    bool ok = true;
-    for (int64_t k = kSum ? 0 : 1; k < len && ok; ++k) ok = Fn::I(acc, base[k * stride], &acc);
-    if (!ok || acc < IntMin<D>() || acc > IntMax<D>()) {
-      ctx.Error("%s: integer overflow in line %lld", where, static_cast<long long>(line));
-      return false;
-    }
-    *out = static_cast<Storage<D>>(acc);
+  int64_t acc = kSum ? 0 : base[0];
+  bool ok = true;
+  for (int64_t k = kSum ? 0 : 1; k < len && ok; ++k) ok = Fn::I(acc, base[k * stride], &acc);
+  if (!ok || acc < IntMin<D>() || acc > IntMax<D>()) {
+    ctx.Error("%s: integer overflow in line %lld", where, static_cast<long long>(line));
+    return false;
   }
+  *out = static_cast<Storage<D>>(acc);
   return true;
 }
 
@@ -41,8 +145,17 @@ void RowReduce(Ctx& ctx, Tile<D, R, 1>& o, const Tile<D, R, C>& a, const char* w
   std::fill(o.v, o.v + R, Storage<D>{});
   o.vr = a.vr;
   o.vc = 1;
-  for (int64_t r = 0; r < a.vr; ++r)
-    if (!ReduceLine<Fn, D>(ctx, a.v + r * C, 1, a.vc, &o.v[r], where, r)) return;
+  if constexpr (IsFloatDT(D)) {
+    constexpr bool kSum = std::is_same_v<Fn, FnAdd>;
+    if (!kSum && a.vc == 0 && a.vr > 0) return EmptyLineError<Fn>(ctx, where, 0);
+    for (int64_t r = 0; r < a.vr; ++r) {
+      const float* row = a.v + r * C;
+      o.v[r] = RoundTo<D>(kSum ? vred::Sum(row, a.vc) : vred::Extreme<Fn>(row, a.vc));
+    }
+  } else {
+    for (int64_t r = 0; r < a.vr; ++r)
+      if (!ReduceIntLine<Fn, D>(ctx, a.v + r * C, 1, a.vc, &o.v[r], where, r)) return;
+  }
 }
 
 template <typename Fn, DT D, int R, int C>
@@ -50,8 +163,17 @@ void ColReduce(Ctx& ctx, Tile<D, 1, C>& o, const Tile<D, R, C>& a, const char* w
   std::fill(o.v, o.v + C, Storage<D>{});
   o.vr = 1;
   o.vc = a.vc;
-  for (int64_t c = 0; c < a.vc; ++c)
-    if (!ReduceLine<Fn, D>(ctx, a.v + c, C, a.vr, &o.v[c], where, c)) return;
+  if constexpr (IsFloatDT(D)) {
+    // The interpreter's order per column: from +0 (sum) or row 0 (max / min), rows in order.
+    constexpr bool kSum = std::is_same_v<Fn, FnAdd>;
+    if (!kSum && a.vr == 0 && a.vc > 0) return EmptyLineError<Fn>(ctx, where, 0);
+    if (!kSum && a.vr > 0) std::copy(a.v, a.v + a.vc, o.v);
+    for (int64_t r = kSum ? 0 : 1; r < a.vr; ++r) vred::Accumulate<Fn>(o.v, a.v + r * C, a.vc);
+    for (int64_t c = 0; c < a.vc; ++c) o.v[c] = RoundTo<D>(o.v[c]);
+  } else {
+    for (int64_t c = 0; c < a.vc; ++c)
+      if (!ReduceIntLine<Fn, D>(ctx, a.v + c, C, a.vr, &o.v[c], where, c)) return;
+  }
 }
 
 // x beats best for argmax: NaN beats everything (first NaN wins), +0 beats -0.

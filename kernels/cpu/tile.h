@@ -5,7 +5,11 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/layout.h"
 #include "kernels/cpu/memory.h"
+// Generated kernels without reductions define PTOX_CPU_NO_REDUCE: reduce.h pulls in Highway, whose
+// parse time dominates the cold compile of small kernels.
+#ifndef PTOX_CPU_NO_REDUCE
 #include "kernels/cpu/reduce.h"
+#endif
 #include "kernels/cpu/scalar_ops.h"
 
 // Generated code exports exactly one symbol; the library builds with -fvisibility=hidden.

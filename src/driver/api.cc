@@ -151,6 +151,49 @@ Result<int64_t> ClearCache() {
   return n;
 }
 
+namespace {
+
+// The longest sum whose order a target may change, over a block (0: none).
+int64_t LongestReorderedSum(const ir::Block& block) {
+  int64_t k = 0;
+  for (const ir::StmtRef& s : block) {
+    switch (s->kind()) {
+      case ir::StmtKind::kOp: {
+        const auto& op = ir::As<ir::OpStmt>(*s);
+        const auto& args = op.args();
+        if (op.op() == ir::OpCode::kTileRowSum) k = std::max(k, args[0].type().cols());
+        if (op.op() == ir::OpCode::kTileColSum) k = std::max(k, args[0].type().rows());
+        if (op.op() == ir::OpCode::kTileMatmul) k = std::max(k, args[0].type().cols());
+        if (op.op() == ir::OpCode::kTileMatmulAcc) k = std::max(k, args[1].type().cols());
+        break;
+      }
+      case ir::StmtKind::kFor: k = std::max(k, LongestReorderedSum(ir::As<ir::ForStmt>(*s).body())); break;
+      case ir::StmtKind::kIncore:
+        k = std::max(k, LongestReorderedSum(ir::As<ir::IncoreStmt>(*s).body()));
+        break;
+      case ir::StmtKind::kIf:
+        k = std::max(k, LongestReorderedSum(ir::As<ir::IfStmt>(*s).then_body()));
+        k = std::max(k, LongestReorderedSum(ir::As<ir::IfStmt>(*s).else_body()));
+        break;
+      case ir::StmtKind::kYield: break;
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+Result<double> ReorderBound(const Program& program, std::string_view function) {
+  double bound = 0;
+  Status s = Guard([&] {
+    const ir::Func* f = Entry(program.module(), function);
+    // A safety factor of 2 over the n * eps bound of a reordered n-term sum.
+    bound = 2.0 * static_cast<double>(LongestReorderedSum(f->body)) * 0x1p-23;
+  });
+  if (!s.ok()) return s;
+  return bound;
+}
+
 std::vector<std::string> AvailableTargets() {
   std::vector<std::string> names;
   for (const targets::Target* t : targets::AllTargets())

@@ -61,9 +61,12 @@ std::string CompileCache::Dir() {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     fs::create_directories(fs::path(dir).parent_path(), ec);
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      throw Error(StatusCode::kRuntime,
-                  "runtime error: cannot create the compile cache " + dir + ": " + strerror(errno));
+    // EEXIST is fine only when another process made the folder meanwhile (not for a file).
+    const int err = mkdir(dir.c_str(), 0700) == 0 ? 0 : errno;
+    if (err != 0 && (err != EEXIST || !fs::is_directory(dir, ec))) {
+      throw Error(StatusCode::kRuntime, "runtime error: cannot create the compile cache " + dir +
+                                            ": " + strerror(err) +
+                                            " (set PTOX_CACHE_DIR to a writable folder)");
     }
   }
   return dir;

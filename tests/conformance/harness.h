@@ -25,6 +25,8 @@ enum class Values {
              // ints: full range including MIN and MAX; bool: bytes 0, 1, 2, 255
   kNaNEven,  // kGeneral with NaNs only where r + c is even (kNaNOdd: odd), so that two inputs
   kNaNOdd,   // never hold NaNs at the same element (payload choice: see NanPayloadTest)
+  kNoNaN,    // kGeneral without NaNs (a second operand next to NaN-holding inputs)
+  kTiny,     // ints in the i8 range (-128..127) for narrowing casts (floats: kGeneral)
   kSmall,    // ints small enough that add / sub / mul of two never overflow (floats: kGeneral)
   kNonZero,  // kSmall without zeros (integer divisors)
   kReduce,   // all-negative rows and columns, ties, +-0 rows, one NaN / Inf in a few rows and
@@ -112,7 +114,7 @@ std::vector<std::string> CpuTargets();
 // zero-size tensors.
 std::vector<std::pair<int64_t, int64_t>> EdgeSizes(int64_t tile_rows, int64_t tile_cols);
 
-// Builds a program or fails the test.
+// Builds a program; throws (failing the running test) when it does not verify.
 Program BuildOrDie(FunctionBuilder& f);
 
 // A name usable in a gtest parameter name.

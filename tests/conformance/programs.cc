@@ -26,7 +26,8 @@ Spec TiledSpec(const std::string& name, const std::vector<Input>& inputs,
     f.For(int64_t{0}, m, tc, [&](Val j) {
       f.Incore([&] {
         Vals v = scalar_vals;
-        for (const Input& in : inputs) v[in.name] = f.Load(tensors[in.name], {i, j}, tr, tc, in.pad);
+        for (const Input& in : inputs)
+          v[in.name] = f.Load(tensors[in.name], {i, j}, tr, tc, in.pad);
         for (const Output& o : outputs) f.Store(o.make(f, v), tensors[o.name], {i, j});
       });
     });

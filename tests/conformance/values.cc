@@ -116,7 +116,8 @@ int64_t IntValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& r
   switch (kind) {
     case Values::kGeneral:
     case Values::kNaNEven:
-    case Values::kNaNOdd: {
+    case Values::kNaNOdd:
+    case Values::kNoNaN: {
       const int64_t edges[] = {lo, hi, lo + 1, hi - 1, 0, -1, 1};
       if (dice(rng) <= 2) return Pick(rng, edges, std::size(edges));
       return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -127,6 +128,11 @@ int64_t IntValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& r
       if (r % 4 == 1 || c % 4 == 1) v = -(v < 0 ? -v : v) - 1;
       if (r % 6 == 2) v = 0;
       return v;
+    }
+    case Values::kTiny: {
+      const int64_t edges[] = {-128, 127, 0, -1, 1};
+      if (dice(rng) == 0) return Pick(rng, edges, std::size(edges));
+      return std::uniform_int_distribution<int64_t>(-128, 127)(rng);
     }
     case Values::kSmall:
     case Values::kNonZero: {
@@ -150,7 +156,7 @@ void GenerateValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937&
       GeneralFloat(dtype,
                    kind == Values::kNaNEven   ? (r + c) % 2 == 0
                    : kind == Values::kNaNOdd ? (r + c) % 2 == 1
-                                             : true,
+                                             : kind != Values::kNoNaN,
                    rng, out);
     return;
   }

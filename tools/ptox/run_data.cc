@@ -107,9 +107,14 @@ std::string SummaryLine(const std::string& name, const NpyArray& a) {
   return line + fmt::format(" checksum=0x{:016x}", Fnv1a(a.data(), a.nbytes()));
 }
 
-DiffStats Compare(const NpyArray& got, const NpyArray& want) {
+DiffStats Compare(const NpyArray& got, const NpyArray& want, double rel_bound) {
   DiffStats d;
   int64_t size = DTypeBytes(got.dtype());
+  double max_want = 0;
+  for (int64_t i = 0, n = want.numel(); i < n; ++i) {
+    double y = ElementAsDouble(want, i);
+    if (std::isfinite(y)) max_want = std::max(max_want, std::fabs(y));
+  }
   for (int64_t i = 0, n = got.numel(); i < n; ++i) {
     if (std::memcmp(got.data() + i * size, want.data() + i * size, size) == 0) continue;
     ++d.differing_bits;
@@ -117,8 +122,12 @@ DiffStats Compare(const NpyArray& got, const NpyArray& want) {
     if (std::isnan(x) != std::isnan(y)) {
       ++d.nan_mismatch;
     } else if (!std::isnan(x)) {
-      d.max_abs = std::max(d.max_abs, std::fabs(x - y));
+      double diff = std::fabs(x - y);
+      d.max_abs = std::max(d.max_abs, diff);
+      if (!(diff <= rel_bound * (std::fabs(y) + max_want))) ++d.out_of_bound;
     }
+    // Exact comparison: -0 vs +0 and NaN payloads count too.
+    if (rel_bound == 0 && std::isnan(x) == std::isnan(y) && !(std::fabs(x - y) > 0)) ++d.out_of_bound;
   }
   return d;
 }

@@ -32,9 +32,12 @@ std::string SummaryLine(const std::string& name, const NpyArray& a);
 // How far `got` is from `want` (same dtype and shape).
 struct DiffStats {
   double max_abs = 0;          // over elements where neither or both values are NaN
+  int64_t out_of_bound = 0;    // elements differing by more than the allowed bound
   int64_t differing_bits = 0;  // elements whose bytes differ
   int64_t nan_mismatch = 0;    // elements NaN in exactly one of the two
 };
-DiffStats Compare(const NpyArray& got, const NpyArray& want);
+// Compares element by element. `rel_bound` 0 asks for identical bytes; otherwise an element may
+// differ by rel_bound * (|want| + max |want|) (see ptox::ReorderBound).
+DiffStats Compare(const NpyArray& got, const NpyArray& want, double rel_bound);
 
 }  // namespace ptox::cli

@@ -1,6 +1,7 @@
 // The CPU targets: cpu-scalar, cpu-avx2, cpu-avx512 (one ISA each) and their toolchain — the host
 // C++ compiler found at run time, spawned directly (no shell), producing a shared object that is
-// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (support/cpu_features).
+// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (support/cpu_features);
+// tests hide ISAs with PTOX_CPU_DISABLE.
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "kernels/cpu/abi.h"
 #include "support/cpu_features.h"
@@ -29,7 +31,8 @@ std::string KernelsRoot() {
   return PTOX_SOURCE_DIR;
 }
 
-// The compiler: $PTOX_CXX, else the first of g++, c++, clang++ on PATH.
+// The compiler: $PTOX_CXX, else the first of g++, c++, clang++ on PATH (empty when none is).
+// Resolved once per process.
 const std::string& CompilerPath() {
   static const std::string path = [] {
     if (const char* env = std::getenv("PTOX_CXX"); env && *env) {
@@ -40,6 +43,30 @@ const std::string& CompilerPath() {
     return std::string();
   }();
   return path;
+}
+
+// Why no compiler can be used: for Build's kToolchain error.
+std::string NoCompilerMessage() {
+  std::string msg = "toolchain error: no C++ compiler found";
+  if (const char* env = std::getenv("PTOX_CXX"); env && *env) {
+    return msg + ": PTOX_CXX='" + env +
+           "' is not an executable (unset it to use g++, c++ or clang++ from PATH)";
+  }
+  return msg + " (install g++ or set PTOX_CXX)";
+}
+
+// Test hook: PTOX_CPU_DISABLE=avx512,avx2 (a comma-separated list of ISA names: scalar, avx2,
+// avx512) makes Available() answer as on a host without those ISAs. Read on every call.
+bool DisabledByEnv(std::string_view isa) {
+  const char* env = std::getenv("PTOX_CPU_DISABLE");
+  std::string_view list = env ? env : "";
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    if (list.substr(0, comma) == isa) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
 }
 
 // Identifies the compiler binary without running it: resolved path, size and modification time.
@@ -134,16 +161,19 @@ bool CpuTarget::Available(std::string* why) const {
     if (why) *why = reason;
     return false;
   };
-  if (CompilerPath().empty())
-    return fail("no C++ compiler found (install g++ or set PTOX_CXX)");
-  if (isa_ == Isa::kScalar) return true;
+  // Only the ISA decides: a missing or broken compiler is a toolchain error when building
+  // (kToolchain, exit 3), not a reason to report a different target.
+  const std::string_view isa = name().substr(4);
+  const bool disabled = DisabledByEnv(isa);
+  const std::string note = disabled ? " (disabled by PTOX_CPU_DISABLE)" : "";
+  if (isa_ == Isa::kScalar) return disabled ? fail("disabled by PTOX_CPU_DISABLE") : true;
   static const CpuFeatures f = ::ptox::Detect();
   if (!f.x86) return fail("the host is not x86-64");
-  if (isa_ == Isa::kAvx2 && !(f.avx2 && f.fma && f.os_ymm))
-    return fail("the host lacks AVX2 + FMA (or the OS does not enable YMM state)");
+  if (isa_ == Isa::kAvx2 && (disabled || !(f.avx2 && f.fma && f.os_ymm)))
+    return fail("the host lacks AVX2 + FMA (or the OS does not enable YMM state)" + note);
   if (isa_ == Isa::kAvx512 &&
-      !(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.os_zmm))
-    return fail("the host lacks AVX-512 F/BW/DQ/VL (or the OS does not enable ZMM state)");
+      (disabled || !(f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.os_zmm)))
+    return fail("the host lacks AVX-512 F/BW/DQ/VL (or the OS does not enable ZMM state)" + note);
   return true;
 }
 
@@ -154,7 +184,8 @@ std::vector<std::string> CpuTarget::Flags() const {
 #if defined(__x86_64__)
   switch (isa_) {
     case Isa::kScalar:
-      flags.insert(flags.end(), {"-march=x86-64", "-fno-tree-vectorize", "-fno-tree-slp-vectorize"});
+      flags.insert(flags.end(),
+                   {"-march=x86-64", "-fno-tree-vectorize", "-fno-tree-slp-vectorize"});
       break;
     case Isa::kAvx2:
       flags.insert(flags.end(), {"-march=x86-64-v3", "-mprefer-vector-width=256"});
@@ -178,9 +209,7 @@ std::string CpuTarget::BuildIdentity() const {
 
 void CpuTarget::Build(const std::string& source, const std::string& out_path) const {
   const std::string& cc = CompilerPath();
-  if (cc.empty()) {
-    throw Error(StatusCode::kToolchain, "toolchain error: no C++ compiler found (install g++ or set PTOX_CXX)");
-  }
+  if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
   std::string src_path = out_path + ".cc";
   {
     std::ofstream out(src_path, std::ios::binary);

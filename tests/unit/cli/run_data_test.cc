@@ -120,13 +120,25 @@ TEST(Compare, ReportsMaxAbsAndNanMismatch) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   NpyArray a = FromValues<float>(DType::kF32, {1.0f, 2.0f, nan, nan, 0.0f});
   NpyArray b = FromValues<float>(DType::kF32, {1.0f, 2.5f, nan, 1.0f, -0.0f});
-  DiffStats d = Compare(a, b);
+  DiffStats d = Compare(a, b, 0.0);
   EXPECT_EQ(d.max_abs, 0.5);
   EXPECT_EQ(d.nan_mismatch, 1);
   EXPECT_EQ(d.differing_bits, 3);  // 2 vs 2.5, NaN vs 1, +0 vs -0
-  DiffStats same = Compare(a, a);
+  EXPECT_EQ(d.out_of_bound, 2);    // exact: 2 vs 2.5 and +0 vs -0 (the NaN counts separately)
+  DiffStats same = Compare(a, a, 0.0);
   EXPECT_EQ(same.max_abs, 0);
   EXPECT_EQ(same.differing_bits, 0);
+  EXPECT_EQ(same.out_of_bound, 0);
+}
+
+TEST(Compare, RelativeBoundScalesWithTheOutput) {
+  NpyArray want = FromValues<float>(DType::kF32, {1000.0f, 1.0f, -0.0f});
+  NpyArray got = FromValues<float>(DType::kF32, {1000.5f, 1.01f, 0.0f});
+  // Bound 1e-4: element 0 may differ by 1e-4 * (1000 + 1000) = 0.2 -> 0.5 is out; element 1 by
+  // 1e-4 * (1 + 1000) = 0.1001 -> 0.01 is in; +0 vs -0 is within any non-zero bound.
+  DiffStats d = Compare(got, want, 1e-4);
+  EXPECT_EQ(d.out_of_bound, 1);
+  EXPECT_EQ(Compare(got, want, 1e-3).out_of_bound, 0);
 }
 
 }  // namespace

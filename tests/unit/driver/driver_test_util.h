@@ -1,0 +1,165 @@
+// Helpers for the driver tests: a per-test compile cache (PTOX_CACHE_DIR in a fresh temp dir),
+// scoped environment variables, never-seen-before programs, and the ptox CLI as a subprocess.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ptox/ptox.h"
+#include "support/subprocess.h"
+
+namespace ptox::driver::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under $TMPDIR, removed with its contents at destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ptox_driver_XXXXXX").string();
+    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Sets (or, with nullopt, unsets) an environment variable for the scope; restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) setenv(name_.c_str(), value->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The sorted file names in `dir` (empty when it does not exist).
+inline std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// y = x * k + c over one 8x16 f32 tile. The in-process executable memo is keyed by the generated
+// source, so every test uses its own constants: UniqueScale() never returns the same text twice.
+inline std::string ScaleProgram(double k, double c = 0.25) {
+  std::ostringstream s;
+  s << "func @scale(%x: in tensor<8x16xf32>, %y: out tensor<8x16xf32>) {\n"
+    << "  incore {\n"
+    << "    %t = tile.load %x[0, 0] : tile<8x16xf32>\n"
+    << "    %u = tile.mul %t, " << k << "\n"
+    << "    %v = tile.add %u, " << c << "\n"
+    << "    tile.store %v, %y[0, 0]\n"
+    << "  }\n"
+    << "}\n";
+  return s.str();
+}
+inline std::string UniqueScale() {
+  static std::atomic<int> n{0};
+  return ScaleProgram(1.5 + n++);
+}
+
+// The best CPU target of this host ("cpu" resolves to it), e.g. cpu-avx512.
+inline std::string BestCpu() { return AvailableTargets().front(); }
+
+// The program in `text`, parsed and verified (fails the test otherwise).
+inline Program MustParse(const std::string& text) {
+  Result<Program> p = Program::Parse(text);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : Program();
+}
+
+// Runs the one-input, one-output program on `target` and on the interpreter over the same
+// input; expects both to succeed with bit-identical outputs (the test programs are elementwise).
+inline void ExpectMatchesInterp(const Program& prog, const std::string& target) {
+  std::vector<float> x(8 * 16), y(8 * 16, -1.0f), ref(8 * 16, -2.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.37f - 20.0f;
+  auto args = [&](std::vector<float>& out) {
+    return std::vector<Arg>{Tensor::Contiguous(x.data(), DType::kF32, {8, 16}),
+                            Tensor::Contiguous(out.data(), DType::kF32, {8, 16})};
+  };
+  Status s = Run(prog, args(y), {.target = target});
+  ASSERT_TRUE(s.ok()) << target << ": " << s.message();
+  Status r = Run(prog, args(ref), {.target = "interp"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(y, ref) << target;
+}
+
+// Runs `ptox args...`; fails the test when the binary cannot be started or times out.
+inline ProcessResult Ptox(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PTOX_CLI};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::optional<ProcessResult> r = RunProcess(argv, 120000);
+  EXPECT_TRUE(r.has_value()) << "cannot start " << PTOX_CLI;
+  if (!r) return ProcessResult{};
+  EXPECT_FALSE(r->timed_out);
+  return *r;
+}
+
+// Fixture: every test gets its own empty compile cache in a fresh temp dir.
+class DriverTest : public ::testing::Test {
+ protected:
+  DriverTest() : cache_dir_(tmp_ / "cache"), env_("PTOX_CACHE_DIR", cache_dir_) {}
+
+  // Writes `text` to <tmp>/<name> and returns the path.
+  std::string WriteProgram(const std::string& name, const std::string& text) {
+    std::string path = tmp_ / name;
+    WriteFile(path, text);
+    return path;
+  }
+  std::vector<std::string> CacheFiles() const { return ListDir(cache_dir_); }
+  std::string CachePath(const std::string& name) const { return cache_dir_ + "/" + name; }
+
+  TempDir tmp_;
+  std::string cache_dir_;
+  ScopedEnv env_;
+};
+
+}  // namespace ptox::driver::testing
