@@ -1,0 +1,135 @@
+// The task runtime: tasks (a kernel plus the tensor regions it reads and writes) are submitted
+// in program order; dependencies are inferred from region overlap (read-after-write,
+// write-after-read, write-after-write) and a fixed pool of worker threads runs each task as soon
+// as its predecessors finished. Links without the compiler.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ptox/status.h"
+
+namespace ptox::runtime {
+
+inline constexpr int kMaxRank = 4;
+
+// A half-open box [lo, hi) in the index space of one tensor.
+struct Box {
+  int rank = 0;
+  int64_t lo[kMaxRank] = {0, 0, 0, 0};
+  int64_t hi[kMaxRank] = {0, 0, 0, 0};
+  bool Empty() const;
+  bool Overlaps(const Box& other) const;
+  int64_t Volume() const;
+};
+
+// One region a task touches: tensor `tensor` (any stable key: a parameter index) in `box`.
+struct Access {
+  int tensor = 0;
+  Box box;
+  bool write = false;  // reads-and-writes appear as two accesses
+  int64_t element_bytes = 0;  // for traffic accounting in traces
+};
+
+using TaskId = int64_t;
+
+struct Task {
+  // Runs the task; returns an empty string on success, else the error message.
+  std::function<std::string()> run;
+  std::vector<Access> accesses;
+  std::vector<TaskId> after;  // explicit dependencies, besides the inferred ones
+  std::string name;           // kernel name (traces, profiles, error messages)
+  int64_t flops = 0;          // estimated floating-point operations (profiles)
+};
+
+// One finished task, for traces and profiles.
+struct TaskRecord {
+  TaskId id;
+  std::string name;
+  int worker;
+  double start_us, end_us;  // since the graph started
+  int64_t bytes_read, bytes_written, flops;
+};
+
+class Executor;
+
+// A dynamic task graph: Submit() in program order, then Wait(). One graph at a time per
+// executor; the executor is reusable for the next graph.
+class Graph {
+ public:
+  explicit Graph(Executor& executor, bool record = false);
+  ~Graph();  // waits for running tasks (never leaves workers touching a dead graph)
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Adds a task; returns its id. After a failure, new tasks are cancelled at once.
+  TaskId Submit(Task task);
+  // Waits until every submitted task finished or was cancelled. Returns the first failure
+  // (kRuntime, naming the task) or Ok.
+  Status Wait();
+
+  // Dependency edges inferred so far (for tests): (before, after) pairs.
+  std::vector<std::pair<TaskId, TaskId>> Edges() const;
+  const std::vector<TaskRecord>& records() const { return records_; }
+  int64_t cancelled() const { return cancelled_; }
+
+ private:
+  friend class Executor;
+  struct Node;
+  struct HistoryEntry {
+    TaskId id;
+    Box box;
+    bool write;
+  };
+
+  void Finish(Node* node, const std::string& error, int worker, double start_us, double end_us);
+  void Release(Node* node);  // under mu_: a node whose dependencies are all done becomes ready
+  double NowUs() const;
+
+  Executor& executor_;
+  const bool record_;
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::map<int, std::vector<HistoryEntry>> history_;  // per tensor, unfinished accesses
+  std::vector<std::pair<TaskId, TaskId>> edges_;
+  std::vector<TaskRecord> records_;
+  int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
+  std::string failure_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// A fixed pool of worker threads (one per core by default; PTOX_NUM_THREADS overrides). Idle
+// workers sleep on a condition variable: no busy-waiting.
+class Executor {
+ public:
+  explicit Executor(int threads = 0);
+  ~Executor();
+  int threads() const { return static_cast<int>(workers_.size()); }
+  // The process-wide executor used by ptox::Run.
+  static Executor& Default();
+  // PTOX_NUM_THREADS when set (>= 1), else the hardware threads.
+  static int DefaultThreads();
+
+ private:
+  friend class Graph;
+  void Push(Graph* graph, Graph::Node* node);
+  void WorkerLoop(int worker);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Graph*, Graph::Node*>> ready_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ptox::runtime

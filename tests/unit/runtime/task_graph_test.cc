@@ -1,0 +1,205 @@
+// The task runtime: dependency inference from regions, scheduling, failure, determinism, stress.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+
+#include "runtime/task_graph.h"
+
+namespace ptox::runtime {
+namespace {
+
+Box Rows(int64_t lo, int64_t hi) {  // rows [lo, hi) of a 2-D tensor with 8 columns
+  Box b;
+  b.rank = 2;
+  b.lo[0] = lo, b.hi[0] = hi, b.lo[1] = 0, b.hi[1] = 8;
+  return b;
+}
+
+Task T(std::vector<Access> acc, std::function<std::string()> run = [] { return std::string(); }) {
+  Task t;
+  t.run = std::move(run);
+  t.accesses = std::move(acc);
+  t.name = "t";
+  return t;
+}
+Access R(int tensor, Box b) { return {tensor, b, false, 4}; }
+Access W(int tensor, Box b) { return {tensor, b, true, 4}; }
+
+using Edges = std::set<std::pair<TaskId, TaskId>>;
+Edges EdgesOf(const Graph& g) {
+  auto e = g.Edges();
+  return Edges(e.begin(), e.end());
+}
+
+// A gate that holds every task until released, so edges are inferred against unfinished tasks.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::function<std::string()> Hold() {
+    return [this] {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return open; });
+      return std::string();
+    };
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST(BoxTest, OverlapIsHalfOpenAndEmptyBoxesNeverOverlap) {
+  EXPECT_TRUE(Rows(0, 4).Overlaps(Rows(3, 5)));
+  EXPECT_FALSE(Rows(0, 4).Overlaps(Rows(4, 8)));
+  EXPECT_FALSE(Rows(2, 2).Overlaps(Rows(0, 8)));
+  EXPECT_EQ(Rows(1, 3).Volume(), 16);
+}
+
+TEST(Dependencies, DisjointWritesAreIndependentOverlapsAreOrdered) {
+  Executor ex(2);
+  Gate gate;
+  Graph g(ex);
+  g.Submit(T({W(0, Rows(0, 4))}, gate.Hold()));     // 0
+  g.Submit(T({W(0, Rows(4, 8))}, gate.Hold()));     // 1: disjoint
+  g.Submit(T({R(0, Rows(2, 6))}, gate.Hold()));     // 2: RAW on 0 and 1
+  g.Submit(T({W(0, Rows(3, 4))}, gate.Hold()));     // 3: WAW on 0, WAR on 2
+  g.Submit(T({R(1, Rows(0, 8))}, gate.Hold()));     // 4: another tensor: independent
+  g.Submit(T({R(0, Rows(6, 8))}, gate.Hold()));     // 5: RAW on 1 only; read-read with 2 is fine
+  EXPECT_EQ(EdgesOf(g), (Edges{{0, 2}, {1, 2}, {0, 3}, {2, 3}, {1, 5}}));
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+}
+
+TEST(Dependencies, InPlaceUpdatesChainAndDiamondsJoin) {
+  Executor ex(2);
+  Gate gate;
+  Graph g(ex);
+  // In-place: each task reads and writes the same rows -> a chain.
+  for (int i = 0; i < 3; ++i) g.Submit(T({R(0, Rows(0, 8)), W(0, Rows(0, 8))}, gate.Hold()));
+  // Diamond on tensor 1: a writes all; b, c read halves and write tensors 2, 3; d reads both.
+  TaskId a = g.Submit(T({W(1, Rows(0, 8))}, gate.Hold()));
+  TaskId b = g.Submit(T({R(1, Rows(0, 4)), W(2, Rows(0, 8))}, gate.Hold()));
+  TaskId c = g.Submit(T({R(1, Rows(4, 8)), W(3, Rows(0, 8))}, gate.Hold()));
+  TaskId d = g.Submit(T({R(2, Rows(0, 8)), R(3, Rows(0, 8))}, gate.Hold()));
+  // (0, 2) is implied by 0 -> 1 -> 2 but inferred too: inference is per access, not transitive
+  // reduction (extra edges cost a counter decrement, never correctness).
+  EXPECT_EQ(EdgesOf(g), (Edges{{0, 1}, {1, 2}, {0, 2}, {a, b}, {a, c}, {b, d}, {c, d}}));
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+}
+
+TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
+  Executor ex(1);
+  Graph g(ex);
+  TaskId first = g.Submit(T({W(0, Rows(0, 8))}));
+  ASSERT_TRUE(g.Wait().ok());  // finished: a later overlap needs no edge
+  Gate gate;
+  TaskId x = g.Submit(T({R(0, Rows(0, 8))}, gate.Hold()));
+  Task y = T({}, gate.Hold());
+  y.after = {x};
+  TaskId yid = g.Submit(std::move(y));
+  EXPECT_EQ(EdgesOf(g), (Edges{{x, yid}}));
+  EXPECT_NE(first, x);
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+}
+
+// Each task adds its id to the cells it writes after reading them: with correct dependencies the
+// result equals sequential execution, for any thread count.
+std::vector<int64_t> RunRandomProgram(int threads, int tasks, uint32_t seed) {
+  std::vector<int64_t> cells(64, 0);
+  Executor ex(threads);
+  Graph g(ex);
+  std::mt19937 rng(seed);
+  for (int i = 0; i < tasks; ++i) {
+    int lo = rng() % 64, len = 1 + rng() % 8;
+    int hi = std::min(64, lo + len);
+    int rlo = rng() % 64, rhi = std::min(64, rlo + 1 + static_cast<int>(rng() % 8));
+    Box wb, rb;
+    wb.rank = rb.rank = 1;
+    wb.lo[0] = lo, wb.hi[0] = hi, rb.lo[0] = rlo, rb.hi[0] = rhi;
+    g.Submit(T({R(0, rb), W(0, wb)}, [&cells, lo, hi, rlo, rhi, i] {
+      int64_t s = 0;
+      for (int k = rlo; k < rhi; ++k) s += cells[k];
+      for (int k = lo; k < hi; ++k) cells[k] = cells[k] * 3 + s % 7 + i;
+      return std::string();
+    }));
+  }
+  EXPECT_TRUE(g.Wait().ok());
+  return cells;
+}
+
+TEST(Executor, ResultsAreIdenticalForAnyThreadCount) {
+  auto one = RunRandomProgram(1, 2000, 7);
+  EXPECT_EQ(RunRandomProgram(2, 2000, 7), one);
+  EXPECT_EQ(RunRandomProgram(4, 2000, 7), one);
+}
+
+TEST(Executor, StressManyThousandsOfSmallTasks) {
+  Executor ex(2);
+  Graph g(ex, /*record=*/true);
+  std::atomic<int64_t> ran{0};
+  constexpr int kTasks = 50000;
+  for (int i = 0; i < kTasks; ++i) {
+    Box b;
+    b.rank = 1;
+    b.lo[0] = i % 97, b.hi[0] = i % 97 + 1;
+    g.Submit(T({W(i % 5, b)}, [&] { ++ran; return std::string(); }));
+  }
+  ASSERT_TRUE(g.Wait().ok());
+  EXPECT_EQ(ran.load(), kTasks);
+  EXPECT_EQ(static_cast<int>(g.records().size()), kTasks);
+}
+
+TEST(Failure, StopsTheGraphCancelsTheRestAndNamesTheTask) {
+  Executor ex(2);
+  {
+    Graph g(ex);
+    std::atomic<int> ran{0};
+    g.Submit(T({W(0, Rows(0, 8))}, [&] { ++ran; return std::string(); }));
+    Task bad = T({R(0, Rows(0, 8)), W(1, Rows(0, 8))}, [] { return std::string("boom"); });
+    bad.name = "softmax.incore0";
+    g.Submit(std::move(bad));
+    for (int i = 0; i < 100; ++i)  // all depend on the failing task through tensor 1
+      g.Submit(T({R(1, Rows(0, 8)), W(1, Rows(0, 8))}, [&] { ++ran; return std::string(); }));
+    Status s = g.Wait();
+    EXPECT_EQ(s.code(), StatusCode::kRuntime);
+    EXPECT_NE(s.message().find("task 1 (softmax.incore0) failed: boom"), std::string::npos)
+        << s.message();
+    EXPECT_EQ(ran.load(), 1);
+    EXPECT_EQ(g.cancelled(), 100);
+  }
+  // The executor runs the next graph normally.
+  Graph next(ex);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 10; ++i) next.Submit(T({}, [&] { ++ran; return std::string(); }));
+  EXPECT_TRUE(next.Wait().ok());
+  EXPECT_EQ(ran.load(), 10);
+}
+
+TEST(Failure, ExceptionsInTasksBecomeErrors) {
+  Executor ex(1);
+  Graph g(ex);
+  g.Submit(T({}, []() -> std::string { throw std::runtime_error("bad alloc-ish"); }));
+  Status s = g.Wait();
+  EXPECT_EQ(s.code(), StatusCode::kRuntime);
+  EXPECT_NE(s.message().find("bad alloc-ish"), std::string::npos);
+}
+
+TEST(Executor, NumThreadsFromEnvironment) {
+  setenv("PTOX_NUM_THREADS", "3", 1);
+  EXPECT_EQ(Executor::DefaultThreads(), 3);
+  setenv("PTOX_NUM_THREADS", "0", 1);  // invalid: falls back to the hardware
+  EXPECT_GE(Executor::DefaultThreads(), 1);
+  unsetenv("PTOX_NUM_THREADS");
+}
+
+}  // namespace
+}  // namespace ptox::runtime
