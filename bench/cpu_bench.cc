@@ -63,7 +63,8 @@ struct Row {
 // ---- Ceiling: STREAM triad a = b + s * c on one thread, arrays far larger than the L3 --------
 
 // Cloned for AVX-512 / AVX2 so the ceiling is not held back by the build's baseline ISA.
-__attribute__((noinline, target_clones("avx512f", "avx2", "default"))) void Triad(float* __restrict a, const float* __restrict b,
+__attribute__((noinline, target_clones("avx512f", "avx2", "default")))
+void Triad(float* __restrict a, const float* __restrict b,
                                      const float* __restrict c, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
@@ -212,13 +213,14 @@ void MeasureRowKernels(ptox::DType dt, const char* dname, std::vector<Row>* rows
   Buffer x(n * 4096, dt), w(4096, dt), y(n * 4096, dt);
   const std::string tr = "4";
   ptox::Program sm = MustParse(Replace(Replace(kSoftmax, "DT", dname), "TR", tr), "softmax");
-  rows->push_back(MeasureKernel(std::string("softmax ") + dname + " 2 x 256 MiB, " + tr + "x4096 tiles",
-                                sm, {x.T(dt, {n, 4096}), y.T(dt, {n, 4096})}, "cpu",
-                                2.0 * n * 4096 * esize));
+  const std::string shape = std::string(dname) + " 2 x 256 MiB, " + tr + "x4096 tiles";
+  const double bytes = 2.0 * n * 4096 * esize;  // x read once, y written once
+  rows->push_back(MeasureKernel("softmax " + shape, sm, {x.T(dt, {n, 4096}), y.T(dt, {n, 4096})},
+                                "cpu", bytes));
   ptox::Program rn = MustParse(Replace(Replace(kRmsnorm, "DT", dname), "TR", tr), "rmsnorm");
-  rows->push_back(MeasureKernel(std::string("rmsnorm ") + dname + " 2 x 256 MiB, " + tr + "x4096 tiles",
-                                rn, {x.T(dt, {n, 4096}), w.T(dt, {4096}), y.T(dt, {n, 4096})},
-                                "cpu", 2.0 * n * 4096 * esize));
+  rows->push_back(MeasureKernel("rmsnorm " + shape, rn,
+                                {x.T(dt, {n, 4096}), w.T(dt, {4096}), y.T(dt, {n, 4096})}, "cpu",
+                                bytes));
 }
 
 // ---- Compile latency ----------------------------------------------------------------------------
@@ -355,7 +357,8 @@ int main(int argc, char** argv) {
     else if (a.rfind("--ptox=", 0) == 0) ptox_bin = a.substr(7);
     else if (a.rfind("--only=", 0) == 0) only = a.substr(7);  // kernels | compile
     else {
-      std::fprintf(stderr, "usage: %s [--json=FILE] [--md=FILE] [--ptox=BIN] [--only=kernels|compile]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--json=FILE] [--md=FILE] [--ptox=BIN] [--only=kernels|compile]\n",
                    argv[0]);
       return 2;
     }

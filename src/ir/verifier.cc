@@ -55,17 +55,14 @@ class Verifier {
     PTOX_CHECK(defined_.insert(v.get()).second, span)
         << "value %" << v->name << " is defined more than once";
     scope_.push_back(v.get());
+    in_scope_.insert(v.get());
   }
   void Use(const Operand& o, const Span& span) {
     if (!o.is_value()) return;
     PTOX_CHECK(InScope(o.value().get()), span)
         << "use of %" << o.value()->name << " which is not defined in this scope";
   }
-  bool InScope(const ValueNode* v) const {
-    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
-      if (*it == v) return true;
-    return false;
-  }
+  bool InScope(const ValueNode* v) const { return in_scope_.count(v) != 0; }
 
   // Verifies a nested block; `yield_types` are what its closing yield must carry.
   void VerifyBlock(const Block& block, BlockRole role, const std::vector<Type>& yield_types,
@@ -94,6 +91,11 @@ class Verifier {
     }
     PTOX_CHECK(yielded || yield_types.empty(), owner)
         << "body must end with a yield of " << yield_types.size() << " values";
+    PopScope(mark);
+  }
+  // Ends the scopes opened since `mark` (a size of scope_).
+  void PopScope(size_t mark) {
+    for (size_t i = mark; i < scope_.size(); ++i) in_scope_.erase(scope_[i]);
     scope_.resize(mark);
   }
 
@@ -192,7 +194,7 @@ class Verifier {
     Define(f.iv(), span);
     for (const Value& v : f.iter_args()) Define(v, span);
     VerifyBlock(f.body(), BlockRole::kFor, types, span);
-    scope_.resize(mark);
+    PopScope(mark);
     for (const Value& r : f.results()) Define(r, span);
   }
 
@@ -210,7 +212,8 @@ class Verifier {
 
   const Func& func_;
   std::unordered_set<const ValueNode*> defined_;
-  std::vector<const ValueNode*> scope_;
+  std::vector<const ValueNode*> scope_;            // in definition order
+  std::unordered_set<const ValueNode*> in_scope_;  // the same values, for O(1) lookups
   std::unordered_map<const ValueNode*, Direction> directions_;
   int incore_depth_ = 0;
 };

@@ -24,7 +24,7 @@ enum class Values {
   kGeneral,  // floats: normal(0, 2) plus NaN / Inf / -0 / subnormal / huge / rounding ties;
              // ints: full range including MIN and MAX; bool: bytes 0, 1, 2, 255
   kNaNEven,  // kGeneral with NaNs only where r + c is even (kNaNOdd: odd), so that two inputs
-  kNaNOdd,   // never hold NaNs at the same element (payload choice: see NanPayloadTest)
+  kNaNOdd,   // never hold NaNs at the same element (payload choice: ErrorsTest.NanPayload*)
   kNoNaN,    // kGeneral without NaNs (a second operand next to NaN-holding inputs)
   kTiny,     // ints in the i8 range (-128..127) for narrowing casts (floats: kGeneral)
   kSmall,    // ints small enough that add / sub / mul of two never overflow (floats: kGeneral)

@@ -23,7 +23,7 @@ Spec ReduceSpec(DType d) {
   Val x = f.Param("x", ParamDirection::kIn, d, kNxM);
   Val rv = f.Param("rv", ParamDirection::kIn, d, {std::string("N"), int64_t{1}});
   Val cv = f.Param("cv", ParamDirection::kIn, d, {int64_t{1}, std::string("M")});
-  // x holds NaNs; the vectors hold none, so no element combines two NaNs (see NanPayloadTest).
+  // x holds NaNs; the vectors hold none, so no element combines two NaNs (ErrorsTest.NanPayload*).
   const Values vec = is_float ? Values::kNoNaN : Values::kNonZero;
   spec.values = {{"x", Values::kReduce}, {"rv", vec}, {"cv", vec}};
   std::map<std::string, Val> out;

@@ -1,0 +1,93 @@
+// AnalyzeIncore: one walk over the scope collecting definitions, uses and accesses.
+// O(statements + operands).
+#include "analysis/incore_info.h"
+
+#include <unordered_set>
+
+namespace ptox::analysis {
+namespace {
+
+class Walker {
+ public:
+  Walker(const ir::Func& f, IncoreInfo& info) : info_(info) {
+    for (size_t i = 0; i < f.params.size(); ++i) params_[f.params[i].value.get()] = static_cast<int>(i);
+  }
+
+  void Block(const ir::Block& b) {
+    for (const ir::StmtRef& s : b) Stmt(*s);
+  }
+
+  // Second pass: live-ins are the used values never defined inside.
+  void Finish() {
+    for (const ir::Value& v : used_)
+      if (!defined_.count(v.get())) info_.live_ins.push_back(v);
+  }
+
+ private:
+  void Use(const ir::Operand& o) {
+    if (o.is_value() && seen_.insert(o.value().get()).second) used_.push_back(o.value());
+  }
+  void Def(const ir::Value& v) { defined_.insert(v.get()); }
+  bool Outside(const ir::Operand& o) const {
+    return !o.is_value() || !defined_.count(o.value().get());
+  }
+
+  void Stmt(const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kOp: {
+        const auto& op = ir::As<ir::OpStmt>(s);
+        for (const ir::Operand& a : op.args()) Use(a);
+        ir::OpFamily f = ir::FamilyOf(op.op());
+        if (f == ir::OpFamily::kLoad || f == ir::OpFamily::kStore) {
+          const ir::Operand& t = op.args()[f == ir::OpFamily::kLoad ? 0 : 1];
+          auto it = params_.find(t.value().get());
+          PTOX_ICHECK(it != params_.end()) << "tensor operand is not a parameter";
+          info_.accesses.push_back({&op, it->second, f == ir::OpFamily::kStore});
+        }
+        for (const ir::Value& r : op.results()) Def(r);
+        break;
+      }
+      case ir::StmtKind::kFor: {
+        const auto& f = ir::As<ir::ForStmt>(s);
+        Use(f.lb()), Use(f.ub()), Use(f.step());
+        for (const ir::Operand& i : f.inits()) Use(i);
+        if (Outside(f.lb()) && Outside(f.ub()) && Outside(f.step()))
+          info_.outer_bounded_ivs[f.iv().get()] = &f;
+        Def(f.iv());
+        for (const ir::Value& v : f.iter_args()) Def(v);
+        Block(f.body());
+        for (const ir::Value& v : f.results()) Def(v);
+        break;
+      }
+      case ir::StmtKind::kIf: {
+        const auto& i = ir::As<ir::IfStmt>(s);
+        Use(i.cond());
+        Block(i.then_body());
+        Block(i.else_body());
+        for (const ir::Value& v : i.results()) Def(v);
+        break;
+      }
+      case ir::StmtKind::kIncore: Block(ir::As<ir::IncoreStmt>(s).body()); break;
+      case ir::StmtKind::kYield:
+        for (const ir::Operand& v : ir::As<ir::YieldStmt>(s).values()) Use(v);
+        break;
+    }
+  }
+
+  IncoreInfo& info_;
+  std::unordered_map<const ir::ValueNode*, int> params_;
+  std::unordered_set<const ir::ValueNode*> defined_, seen_;
+  std::vector<ir::Value> used_;
+};
+
+}  // namespace
+
+IncoreInfo AnalyzeIncore(const ir::Func& func, const ir::IncoreStmt& scope) {
+  IncoreInfo info;
+  Walker w(func, info);
+  w.Block(scope.body());
+  w.Finish();
+  return info;
+}
+
+}  // namespace ptox::analysis
