@@ -14,6 +14,7 @@ struct Window {
   const char* base = nullptr;
   int64_t row_stride = 0, col_stride = 0;
   int64_t rows = 0, cols = 0;  // extent from the offsets to the end of each tiled dim
+  int64_t elem_bytes = 0;
 };
 
 // Checks every offset is in [0, dim) and locates the window; false (with an error) otherwise.
@@ -33,6 +34,7 @@ inline bool Locate(Ctx& ctx, const TensorArg& t, std::initializer_list<int64_t> 
   }
   const int64_t* o = offs.begin();
   w->base = static_cast<const char*>(t.data) + elem * bytes;
+  w->elem_bytes = bytes;
   w->col_stride = t.strides[r - 1];
   w->cols = t.shape[r - 1] - o[r - 1];
   w->row_stride = r >= 2 ? t.strides[r - 2] : 0;
@@ -134,6 +136,30 @@ void Full(Ctx& ctx, Tile<D, R, C>& out, X value) {
 template <DT D, int R, int C>
 void Assign(Ctx&, Tile<D, R, C>& out, const Tile<D, R, C>& in) {
   out = in;
+}
+
+// Element i of a tensor row at any alignment (fused loops): memcpy compiles to one unaligned
+// load / store, which the compiler vectorizes across a row.
+template <DT D>
+inline Storage<D> Get(const char* row, int64_t i) {
+  Memory<D> m;
+  std::memcpy(&m, row + i * static_cast<int64_t>(sizeof(Memory<D>)), sizeof(Memory<D>));
+  return FromMemory<D>(m);
+}
+template <DT D>
+inline void Put(char* row, int64_t i, Storage<D> v) {
+  Memory<D> m = ToMemory<D>(v);
+  std::memcpy(row + i * static_cast<int64_t>(sizeof(Memory<D>)), &m, sizeof(Memory<D>));
+}
+
+// A fused loop wrote the top-left vr x vc of `t`: record it and zero the rest, so tiles never
+// hold indeterminate values.
+template <DT D, int R, int C>
+void SetValid(Tile<D, R, C>& t, int64_t vr, int64_t vc) {
+  t.vr = vr;
+  t.vc = vc;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = (r < vr ? vc : 0); c < C; ++c) t.at(r, c) = Storage<D>{};
 }
 
 }  // namespace ptox::cpu

@@ -95,6 +95,18 @@ const ErrorCase kCases[] = {
      "e.pto:3:41: error: duplicate attribute 'pad'"},
     {"MissingToInFor", "func @f() {\n  for %i = 0 until 4 step 1 {\n  }\n}\n",
      "e.pto:2:14: error: expected 'to' after the lower bound, got 'until'"},
+    {"ForResultUsedInItsBody",
+     "func @f() {\n  %r = for %i = 0 to 4 step 1 iter(%a = 0) {\n    yield %r\n  }\n}\n",
+     "e.pto:3:11: error: use of %r inside its own definition (at 2:3)"},
+    {"ThenValueUsedInElse",
+     "func @f(%c: in bool) {\n  if %c {\n    %x = arith.add 1, 2\n  } else {\n"
+     "    %y = arith.add %x, 1\n  }\n}\n",
+     "e.pto:5:20: error: use of %x outside the block that defines it (at 3:5)"},
+    {"MissingIndexBrackets",
+     "func @f(%a: in tensor<4x4xf32>) {\n  incore {\n    %t = tile.load %a : tile<4x4xf32>\n"
+     "  }\n}\n",
+     "e.pto:3:23: error: expected '[' and offsets after the indexed operand of tile.load "
+     "(%t[i, j]), got ':'"},
     {"FuncInsideFunc", "func @f() {\n  func @g() {\n  }\n}\n",
      "e.pto:2:3: error: expected a statement (an op, for, if, incore or yield), got 'func'"},
 };
@@ -107,6 +119,14 @@ TEST_P(ParserErrors, ReportsThePosition) {
 
 INSTANTIATE_TEST_SUITE_P(Malformed, ParserErrors, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Whole-program rules are the verifier's: the parser accepts a tile op outside incore.
+TEST(ParserContract, DoesNotRunTheVerifier) {
+  EXPECT_EQ(ParseError("func @f(%a: in tensor<4x4xf32>) {\n"
+                       "  %t = tile.load %a[0, 0] : tile<4x4xf32>\n"
+                       "}\n"),
+            "");
+}
 
 TEST(ParserLimits, DeepNestingIsAnErrorNotACrash) {
   std::string text = "func @f() {\n";

@@ -1,0 +1,70 @@
+// The CPU code emitter (internal to the CPU target): state and helpers shared by codegen.cc
+// (statements, ops, orchestration) and fusion.cc (fused elementwise loops).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace ptox::targets::cpu {
+
+std::string DTypeEnum(DType t);
+std::string ScalarCType(DType t);  // how scalars of a dtype live in generated code
+std::string TypeName(const ir::Type& t);
+std::string DoubleLiteral(double v);  // exact (hex float), including inf / nan
+
+// One use of a value: the statement using it, the operand position (-1 for non-op statements
+// such as yields and loop bounds) and the block that statement is in.
+struct UseSite {
+  const ir::Stmt* stmt;
+  int operand;
+  const ir::Block* block;
+};
+
+class Emitter {
+ public:
+  explicit Emitter(const ir::Func& f);
+  std::string Run();
+
+ private:
+  // ----- naming and text (codegen.cc)
+  std::string Name(const ir::Value& v);
+  void Alias(const ir::Value& v, const std::string& name) { names_[v.get()] = name; }
+  void Line(int depth, const std::string& s);
+  void Check(int depth) { Line(depth, "if (ctx.failed()) return ctx.code();"); }
+  std::string Operand(const ir::Operand& o);
+  std::string Operands(const std::vector<ir::Operand>& ops, size_t begin, size_t end);
+  std::string Where(const ir::Stmt& s, std::string_view what);
+
+  // ----- statements (codegen.cc)
+  void Block(const ir::Block& b, int depth);
+  void Stmt(const ir::Stmt& s, const ir::Block& block, int depth);
+  void Yield(const ir::Block& body, const std::vector<std::string>& targets, int depth);
+  void For(const ir::ForStmt& f, int depth);
+  void If(const ir::IfStmt& s, int depth);
+  void Op(const ir::OpStmt& op, int depth);
+  void Incore(const ir::IncoreStmt& s, int depth);
+
+  // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
+  void CollectUses(const ir::Block& block);
+  // Decides which tile values are computed inline (never materialized) in `scope`.
+  void PlanFusion(const ir::IncoreStmt& scope);
+  bool Inlined(const ir::Value& v) const { return inlined_.count(v.get()) > 0; }
+  // An elementwise op whose result is materialized but has inlined operands, or a store of an
+  // inlined value: emitted as one fused loop. Returns false when `op` is not such a root.
+  bool EmitFusedRoot(const ir::OpStmt& op, int depth);
+
+  const ir::Func& func_;
+  std::string out_;
+  std::unordered_map<const ir::ValueNode*, std::string> names_;
+  std::unordered_map<const ir::ValueNode*, std::vector<UseSite>> uses_;
+  std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> producer_;
+  std::unordered_set<const ir::ValueNode*> inlined_;
+  int fused_loops_ = 0;
+  bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted
+};
+
+}  // namespace ptox::targets::cpu
