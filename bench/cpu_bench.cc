@@ -196,13 +196,20 @@ Row MeasureKernel(const std::string& name, const ptox::Program& prog,
 void MeasureChain(ptox::DType dt, const char* dname, std::vector<Row>* rows) {
   const int64_t esize = dt == ptox::DType::kBF16 ? 2 : 4;
   const int64_t n = 4096, m = 128 * kMiB / esize / n;  // 4 x 128 MiB: past the 260 MB L3
-  std::string text = Replace(Replace(Replace(kChain, "DT", dname), "TR", "16"), "TC", "512");
+  // Tiles of whole-ish rows keep few concurrent memory streams (3 inputs + 1 output), which the
+  // hardware prefetcher follows; PTOX_BENCH_CHAIN_TILE=RxC overrides for experiments.
+  std::string tr = "2", tc = "4096";
+  if (const char* env = std::getenv("PTOX_BENCH_CHAIN_TILE")) {
+    std::string t = env;
+    tr = t.substr(0, t.find('x')), tc = t.substr(t.find('x') + 1);
+  }
+  std::string text = Replace(Replace(Replace(kChain, "DT", dname), "TR", tr), "TC", tc);
   ptox::Program prog = MustParse(text, std::string("chain_") + dname);
   Buffer a(n * m, dt), b(n * m, dt), c(n * m, dt), y(n * m, dt);
   std::vector<ptox::Arg> args = {a.T(dt, {n, m}), b.T(dt, {n, m}), c.T(dt, {n, m}),
                                  y.T(dt, {n, m})};
   for (const char* target : {"cpu", "cpu-avx2", "cpu-scalar"}) {
-    rows->push_back(MeasureKernel(std::string("chain ") + dname + " 4 x 128 MiB, 16x512 tiles",
+    rows->push_back(MeasureKernel(std::string("chain ") + dname + " 4 x 128 MiB, " + tr + "x" + tc + " tiles",
                                   prog, args, target, 4.0 * n * m * esize));
   }
 }

@@ -121,6 +121,20 @@ template <>
 PTOX_HD inline float Div<float>(float a, float b) {
   return a / b;
 }
+// Add and Mul commute, so a compiler may swap their operands; when both are NaN that would change
+// which payload comes out. Pinning it to the first NaN operand (quieted: NaN + NaN is NaN) keeps
+// every target bit-identical to the interpreter. Sub and Div do not commute: hardware already
+// returns the first NaN operand.
+template <>
+PTOX_HD inline float Add<float>(float a, float b) {
+  float r = a + b;
+  return IsNaN(a) ? a + a : r;
+}
+template <>
+PTOX_HD inline float Mul<float>(float a, float b) {
+  float r = a * b;
+  return IsNaN(a) ? a + a : r;
+}
 
 // Floor remainder (sign of the divisor, Python semantics): Rem(-7, 2) = 1, Rem(7, -2) = -1.
 // Integers only; b != 0 required; Rem(MIN, -1) = 0.

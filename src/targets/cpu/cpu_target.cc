@@ -178,9 +178,13 @@ bool CpuTarget::Available(std::string* why) const {
 }
 
 std::vector<std::string> CpuTarget::Flags() const {
+  // No contraction (FMA) and no reassociation: elementwise results must equal the interpreter's.
+  // -fno-math-errno / -fno-trapping-math change no result; they let the compiler if-convert
+  // the selects in kernels/scalar.h, without which AVX2 loops over Exp stay scalar.
   std::vector<std::string> flags = {"-std=c++20", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
-                                    "-fno-math-errno", "-fno-exceptions", "-fno-rtti",
-                                    "-fvisibility=hidden", "-DNDEBUG", "-I" + KernelsRoot()};
+                                    "-fno-math-errno", "-fno-trapping-math", "-fno-exceptions",
+                                    "-fno-rtti", "-fvisibility=hidden", "-DNDEBUG",
+                                    "-I" + KernelsRoot()};
 #if defined(__x86_64__)
   switch (isa_) {
     case Isa::kScalar:
