@@ -198,7 +198,7 @@ void MeasureChain(ptox::DType dt, const char* dname, std::vector<Row>* rows) {
   const int64_t n = 4096, m = 128 * kMiB / esize / n;  // 4 x 128 MiB: past the 260 MB L3
   // Tiles of whole-ish rows keep few concurrent memory streams (3 inputs + 1 output), which the
   // hardware prefetcher follows; PTOX_BENCH_CHAIN_TILE=RxC overrides for experiments.
-  std::string tr = "2", tc = "4096";
+  std::string tr = "1", tc = "8192";
   if (const char* env = std::getenv("PTOX_BENCH_CHAIN_TILE")) {
     std::string t = env;
     tr = t.substr(0, t.find('x')), tc = t.substr(t.find('x') + 1);
@@ -218,7 +218,9 @@ void MeasureRowKernels(ptox::DType dt, const char* dname, std::vector<Row>* rows
   const int64_t esize = dt == ptox::DType::kBF16 ? 2 : 4;
   const int64_t n = 256 * kMiB / esize / 4096;  // 2 x 256 MiB: past the 260 MB L3
   Buffer x(n * 4096, dt), w(4096, dt), y(n * 4096, dt);
-  const std::string tr = "4";
+  // One row per tile: the fewest concurrent memory streams (see MeasureChain).
+  std::string tr = "1";
+  if (const char* env = std::getenv("PTOX_BENCH_ROW_TILE_ROWS")) tr = env;
   ptox::Program sm = MustParse(Replace(Replace(kSoftmax, "DT", dname), "TR", tr), "softmax");
   const std::string shape = std::string(dname) + " 2 x 256 MiB, " + tr + "x4096 tiles";
   const double bytes = 2.0 * n * 4096 * esize;  // x read once, y written once
