@@ -57,9 +57,21 @@ class Program {
   std::shared_ptr<const ir::Module> module_;
 };
 
+// One task of a run on a compiled target (traces and profiles).
+struct TaskTrace {
+  int64_t id;
+  std::string name;  // "func.incoreN (line:col)"
+  int worker;
+  double start_us, end_us;  // since the run started
+  int64_t bytes_read, bytes_written, flops;
+};
+
 struct RunOptions {
-  std::string target = "interp";  // "interp"; later targets add "cpu", "cpu-avx512", ...
+  std::string target = "interp";  // "interp", "cpu" (best ISA), "cpu-avx512", "cpu-avx2", ...
   std::string function;           // empty: the last function in the module
+  int num_threads = 0;            // worker threads; 0: PTOX_NUM_THREADS or one per core
+  bool check_nan = false;         // a task that writes a NaN fails the run
+  std::vector<TaskTrace>* trace = nullptr;  // when set, filled with every task that ran
 };
 
 // Runs the program on `args` (one per parameter). Inputs are never modified; an output that
@@ -107,6 +119,11 @@ Result<int64_t> ClearCache();
 // the longest reordered reduction (row_sum / col_sum length, matmul K) — an output element then
 // agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound).
 Result<double> ReorderBound(const Program& program, std::string_view function = {});
+
+// Chrome / Perfetto trace JSON for a run's tasks (a track per worker, a slice per task).
+std::string ChromeTraceJson(const std::vector<TaskTrace>& trace);
+// Per-kernel table: calls, total and mean time, GB/s, GFLOP/s.
+std::string ProfileTable(const std::vector<TaskTrace>& trace);
 
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();

@@ -8,7 +8,7 @@ namespace ptox::cpu {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI or the tile library's semantics change; part of every cache key.
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 
 struct TensorArg {
   void* data;
@@ -30,8 +30,40 @@ struct ErrorBuf {
   char message[512];
 };
 
-// The entry point every generated module exports: returns 0, or non-zero with `err` filled.
-using EntryFn = int (*)(const Arg* args, ErrorBuf* err);
+// One region a task reads or writes: the half-open box [lo, hi) of tensor parameter `tensor`.
+struct AccessDesc {
+  int64_t tensor;
+  int64_t write;  // 0: read, 1: write
+  int64_t rank;
+  int64_t lo[kMaxRank];
+  int64_t hi[kMaxRank];
+  int64_t element_bytes;
+};
+
+// A task kernel: one outlined incore scope; `args` points at its packed live-in values.
+using KernelFn = int (*)(const void* args, ErrorBuf* err);
+
+struct TaskDesc {
+  KernelFn kernel;
+  const void* args;  // copied by submit: the caller's buffer may go away
+  int64_t args_size;
+  const AccessDesc* accesses;
+  int64_t num_accesses;
+  const char* name;  // "func.incoreN (line:col)"
+  int64_t flops;     // estimate, for profiles
+};
+
+// The host runtime as seen by generated orchestration code: submit() queues a task whose
+// dependencies the runtime infers from its accesses. Tensor arguments stay valid until the host
+// has waited for every task.
+struct Runtime {
+  void* ctx;
+  void (*submit)(void* ctx, const TaskDesc* task);
+};
+
+// The entry point every generated module exports: runs the orchestration (submitting tasks) and
+// returns 0, or non-zero with `err` filled when the orchestration itself fails.
+using EntryFn = int (*)(const Arg* args, const Runtime* rt, ErrorBuf* err);
 inline constexpr const char* kEntrySymbol = "ptox_entry";
 
 }  // namespace ptox::cpu

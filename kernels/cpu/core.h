@@ -161,4 +161,10 @@ inline bool CastValue(Storage<From> x, Storage<To>* out) {
 template <DT D>
 using ScalarC = std::conditional_t<IsFloatDT(D), float, std::conditional_t<D == DT::kBool, bool, int64_t>>;
 
+// Iterations of `for iv = lb to ub step step` (0 when it runs none), for flop estimates.
+inline int64_t TripCount(int64_t lb, int64_t ub, int64_t step) {
+  if (step <= 0 || ub <= lb) return 0;
+  return static_cast<int64_t>((static_cast<__int128>(ub) - lb + step - 1) / step);
+}
+
 }  // namespace ptox::cpu

@@ -6,6 +6,7 @@
 #include "driver/compile.h"
 #include "interp/interpreter.h"
 #include "ir/signature.h"
+#include "runtime/trace.h"
 #include "targets/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -183,6 +184,27 @@ int64_t LongestReorderedSum(const ir::Block& block) {
 
 }  // namespace
 
+namespace {
+
+std::vector<runtime::TaskRecord> ToRecords(const std::vector<TaskTrace>& trace) {
+  std::vector<runtime::TaskRecord> out;
+  for (const TaskTrace& t : trace) {
+    out.push_back({t.id, t.name, t.worker, t.start_us, t.end_us, t.bytes_read, t.bytes_written,
+                   t.flops});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ChromeTraceJson(const std::vector<TaskTrace>& trace) {
+  return runtime::ChromeTraceJson(ToRecords(trace));
+}
+
+std::string ProfileTable(const std::vector<TaskTrace>& trace) {
+  return runtime::ProfileTable(ToRecords(trace));
+}
+
 Result<double> ReorderBound(const Program& program, std::string_view function) {
   double bound = 0;
   Status s = Guard([&] {
@@ -211,7 +233,17 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     }
     const targets::Target& target = targets::GetTarget(options.target);
     ir::BindArgs(*f, args);  // before compiling: bad arguments never cost a compile
-    driver::Compile(target, *f)->Run(args);
+    std::vector<runtime::TaskRecord> records;
+    targets::RunContext ctx{options.num_threads, options.check_nan,
+                            options.trace ? &records : nullptr};
+    driver::Compile(target, *f)->Run(args, ctx);
+    if (options.trace) {
+      options.trace->clear();
+      for (const auto& r : records) {
+        options.trace->push_back({r.id, r.name, r.worker, r.start_us, r.end_us, r.bytes_read,
+                                  r.bytes_written, r.flops});
+      }
+    }
   });
 }
 

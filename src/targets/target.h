@@ -8,6 +8,7 @@
 
 #include "ir/ir.h"
 #include "ptox/tensor.h"
+#include "runtime/task_graph.h"
 
 namespace ptox::targets {
 
@@ -19,12 +20,19 @@ struct Capabilities {
   int64_t onchip_budget_bytes = 256 << 10;  // tiles live in one incore scope
 };
 
+// How one run executes: the worker threads and what it records.
+struct RunContext {
+  int threads = 0;                             // 0: the process-wide executor (PTOX_NUM_THREADS)
+  bool check_nan = false;                      // fail a task whose outputs hold a NaN
+  std::vector<runtime::TaskRecord>* records = nullptr;  // filled when not null
+};
+
 // A compiled function, ready to run on checked arguments.
 class Executable {
  public:
   virtual ~Executable() = default;
   // Runs on arguments already checked by ir::BindArgs; throws kRuntime on a kernel failure.
-  virtual void Run(const std::vector<Arg>& args) const = 0;
+  virtual void Run(const std::vector<Arg>& args, const RunContext& ctx) const = 0;
 };
 
 // A compiled backend. The driver owns caching: it asks for the source, a build identity (part of

@@ -34,6 +34,10 @@ struct RunArgs {
   std::vector<std::string> dims;
   std::vector<std::string> scalars;
   bool check = false;
+  int threads = 0;
+  std::string trace_path;
+  bool profile = false;
+  bool check_nan = false;
 };
 
 using Symbols = std::map<std::string, int64_t>;
@@ -329,8 +333,20 @@ int RunCommand(RunArgs args) {
   if (!run_args.ok()) return Fail(run_args.status());
   Arrays before;
   if (args.check) before = arrays;  // inout arrays are updated in place by the run
-  s = Run(*prog, *run_args, {.target = args.target, .function = args.function});
+  std::vector<TaskTrace> trace;
+  bool tracing = !args.trace_path.empty() || args.profile;
+  s = Run(*prog, *run_args,
+          {.target = args.target, .function = args.function, .num_threads = args.threads,
+           .check_nan = args.check_nan, .trace = tracing ? &trace : nullptr});
   if (!s.ok()) return Fail(s);
+  if (!args.trace_path.empty()) {
+    std::FILE* f = std::fopen(args.trace_path.c_str(), "wb");
+    std::string json = ChromeTraceJson(trace);
+    if (f == nullptr || std::fputs(json.c_str(), f) < 0 || std::fclose(f) != 0)
+      return Fail(Invalid("error: cannot write the trace to '" + args.trace_path + "'"));
+  }
+  // The profile is a diagnostic: stderr, so stdout stays the summary lines.
+  if (args.profile) std::fputs(ProfileTable(trace).c_str(), stderr);
   for (size_t i = 0; i < params->size(); ++i)
     if (IsOutput((*params)[i]))
       std::printf("%s\n", SummaryLine((*params)[i].name, *arrays[i]).c_str());
@@ -368,6 +384,14 @@ Handler RegisterRun(CLI::App& app) {
   sub->add_option("--scalars", args->scalars, "values of scalar parameters, e.g. alpha=0.5,k=3")
       ->delimiter(',');
   sub->add_flag("--check", args->check, "also run on the interpreter and compare the outputs");
+  sub->add_option("--threads", args->threads,
+                  "worker threads for compiled targets (default: PTOX_NUM_THREADS or one per core)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--trace", args->trace_path,
+                  "write a Chrome / Perfetto trace of the tasks (compiled targets) to FILE");
+  sub->add_flag("--profile", args->profile,
+                "print per-kernel calls, time, GB/s and GFLOP/s to stderr (compiled targets)");
+  sub->add_flag("--check-nan", args->check_nan, "fail the task that writes a NaN to an output");
   return [args] { return RunCommand(*args); };
 }
 

@@ -19,6 +19,7 @@
 #include "support/subprocess.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"
+#include "targets/cpu/launch.h"
 
 namespace ptox::targets::cpu {
 namespace {
@@ -111,26 +112,8 @@ class CpuExecutable final : public Executable {
   CpuExecutable(void* handle, EntryFn entry) : handle_(handle), entry_(entry) {}
   ~CpuExecutable() override { dlclose(handle_); }
 
-  void Run(const std::vector<Arg>& args) const override {
-    std::vector<ptox::cpu::Arg> abi(args.size());
-    for (size_t i = 0; i < args.size(); ++i) {
-      ptox::cpu::Arg& a = abi[i];
-      a = {};
-      if (const Tensor* t = std::get_if<Tensor>(&args[i])) {
-        a.t.data = t->data;
-        a.t.rank = t->rank();
-        std::vector<int64_t> strides = t->EffectiveStrides();
-        for (int d = 0; d < t->rank(); ++d) a.t.shape[d] = t->shape[d], a.t.strides[d] = strides[d];
-      } else if (const int64_t* v = std::get_if<int64_t>(&args[i])) {
-        a.i = *v;
-      } else {
-        a.f = std::get<double>(args[i]);
-      }
-    }
-    ptox::cpu::ErrorBuf err{};
-    int rc = entry_(abi.data(), &err);
-    err.message[sizeof(err.message) - 1] = '\0';
-    PTOX_RUNTIME_CHECK(rc == 0) << err.message;
+  void Run(const std::vector<Arg>& args, const RunContext& ctx) const override {
+    Launch(entry_, args, ctx);
   }
 
  private:

@@ -48,6 +48,10 @@ class Emitter {
   void Op(const ir::OpStmt& op, int depth);
   void Incore(const ir::IncoreStmt& s, int depth);
 
+  // ----- tasks (tasks.cc): each incore scope becomes a kernel function plus, in the
+  // orchestration, a submission with the regions it reads and writes.
+  std::string TaskFlops(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>& inside);
+
   // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
   void CollectUses(const ir::Block& block);
   // Decides which tile values are computed inline (never materialized) in `scope`.
@@ -58,7 +62,10 @@ class Emitter {
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
   const ir::Func& func_;
-  std::string out_;
+  std::string out_;      // the orchestration (ptox_entry)
+  std::string kernels_;  // task kernels, emitted before ptox_entry
+  std::string* cur_ = &out_;
+  int tasks_ = 0;
   std::unordered_map<const ir::ValueNode*, std::string> names_;
   std::unordered_map<const ir::ValueNode*, std::vector<UseSite>> uses_;
   std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> producer_;

@@ -1,0 +1,165 @@
+// Task outlining: every incore scope becomes a kernel function `ptox_taskN` taking its live-in
+// values packed in a struct, and the orchestration submits it with the tensor regions it
+// touches, so the runtime can infer dependencies and run tasks on every core.
+//
+// Regions are boxes computed when the task is submitted, per tile.load / tile.store: an offset
+// that is an immediate or a live-in value is a point; the induction variable of a loop inside
+// the scope whose bounds are known outside it spans [lb, ub - 1]; anything else spans the whole
+// dimension (conservative: it only adds dependencies). The tiled dims extend by the tile shape.
+#include <fmt/format.h>
+
+#include "analysis/incore_info.h"
+#include "targets/cpu/emitter.h"
+
+namespace ptox::targets::cpu {
+
+// A static estimate of a task's floating-point operations: elementwise and reduction ops count
+// one per tile element, matmul 2 M N K; loops inside the task multiply by their trip count when
+// it is known at submission (their bounds are defined outside), else count once.
+std::string Emitter::TaskFlops(const ir::Block& body,
+                               const std::unordered_set<const ir::ValueNode*>& inside) {
+  std::string sum = "int64_t{0}";
+  auto outside = [&](const ir::Operand& o) { return !o.is_value() || !inside.count(o.value().get()); };
+  for (const ir::StmtRef& s : body) {
+    if (s->kind() == ir::StmtKind::kFor) {
+      const auto& f = ir::As<ir::ForStmt>(*s);
+      std::string inner = TaskFlops(f.body(), inside);
+      if (outside(f.lb()) && outside(f.ub()) && outside(f.step())) {
+        sum += fmt::format(" + pc::TripCount({}, {}, {}) * ({})", Operand(f.lb()),
+                           Operand(f.ub()), Operand(f.step()), inner);
+      } else {
+        sum += " + (" + inner + ")";
+      }
+      continue;
+    }
+    if (s->kind() != ir::StmtKind::kOp) continue;
+    const auto& op = ir::As<ir::OpStmt>(*s);
+    switch (ir::FamilyOf(op.op())) {
+      case ir::OpFamily::kMatmul:
+      case ir::OpFamily::kMatmulAcc: {
+        const ir::Type& a = op.args()[op.args().size() - 2].type();
+        const ir::Type& r = op.result()->type;
+        sum += fmt::format(" + {}", 2 * r.rows() * r.cols() * a.cols());
+        break;
+      }
+      case ir::OpFamily::kBinary: case ir::OpFamily::kUnary: case ir::OpFamily::kCompare:
+      case ir::OpFamily::kSelect: case ir::OpFamily::kRowReduce: case ir::OpFamily::kColReduce:
+      case ir::OpFamily::kRowExpand: case ir::OpFamily::kColExpand: {
+        const ir::Type& a = op.args()[0].type();
+        sum += fmt::format(" + {}", a.rows() * a.cols());
+        break;
+      }
+      default: break;
+    }
+  }
+  return sum;
+}
+
+namespace {
+
+// Every value defined inside a block (for the flop estimate's "known outside" test).
+void DefinedInside(const ir::Block& b, std::unordered_set<const ir::ValueNode*>& out) {
+  for (const ir::StmtRef& s : b) {
+    switch (s->kind()) {
+      case ir::StmtKind::kOp:
+        for (const auto& r : ir::As<ir::OpStmt>(*s).results()) out.insert(r.get());
+        break;
+      case ir::StmtKind::kFor: {
+        const auto& f = ir::As<ir::ForStmt>(*s);
+        out.insert(f.iv().get());
+        for (const auto& v : f.iter_args()) out.insert(v.get());
+        for (const auto& v : f.results()) out.insert(v.get());
+        DefinedInside(f.body(), out);
+        break;
+      }
+      case ir::StmtKind::kIf: {
+        const auto& i = ir::As<ir::IfStmt>(*s);
+        for (const auto& v : i.results()) out.insert(v.get());
+        DefinedInside(i.then_body(), out);
+        DefinedInside(i.else_body(), out);
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
+  PlanFusion(s);
+  const analysis::IncoreInfo info = analysis::AnalyzeIncore(func_, s);
+  const std::string k = fmt::format("ptox_task{}", tasks_++);
+  std::unordered_set<const ir::ValueNode*> live(info.live_ins.size()), inside;
+  for (const ir::Value& v : info.live_ins) live.insert(v.get());
+  DefinedInside(s.body(), inside);
+
+  // The kernel: unpack the live-ins under their orchestration names, then the scope's body.
+  std::string* orchestration = cur_;
+  cur_ = &kernels_;
+  Line(0, fmt::format("struct {}_args {{", k));
+  for (const ir::Value& v : info.live_ins) {
+    Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg* {};", Name(v))
+                                : fmt::format("{} {};", TypeName(v->type), Name(v)));
+  }
+  Line(0, "};");
+  Line(0, "");
+  Line(0, fmt::format("int {0}(const void* p, pc::ErrorBuf* err) {{", k));
+  Line(1, fmt::format("const auto& a = *static_cast<const {}_args*>(p);", k));
+  Line(1, "pc::Ctx ctx(err);");
+  for (const ir::Value& v : info.live_ins) {
+    Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg& {0} = *a.{0};", Name(v))
+                                : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
+  }
+  Block(s.body(), 1);
+  Line(1, "return 0;");
+  Line(0, "}");
+  Line(0, "");
+  cur_ = orchestration;
+
+  // The submission.
+  std::string init;
+  for (const ir::Value& v : info.live_ins) {
+    init += (init.empty() ? "" : ", ") + (v->type.is_tensor() ? "&" + Name(v) : Name(v));
+  }
+  Line(depth, fmt::format("{{  // incore -> {}", k));
+  Line(depth + 1, fmt::format("const {}_args a{{{}}};", k, init));
+  Line(depth + 1, fmt::format("pc::AccessDesc acc[{}] = {{}};", std::max<size_t>(1, info.accesses.size())));
+  for (size_t i = 0; i < info.accesses.size(); ++i) {
+    const analysis::AccessSite& site = info.accesses[i];
+    const auto& args = site.op->args();
+    const size_t t = site.write ? 1 : 0;
+    const ir::Type& tensor = args[t].type();
+    const ir::Type& tile = site.write ? args[0].type() : site.op->result()->type;
+    const int r = tensor.rank();
+    Line(depth + 1, fmt::format("acc[{}].tensor = {}; acc[{}].write = {}; acc[{}].rank = {}; "
+                                "acc[{}].element_bytes = {};", i, site.param, i, site.write ? 1 : 0,
+                                i, r, i, DTypeBytes(tensor.dtype())));
+    for (int d = 0; d < r; ++d) {
+      const ir::Operand& off = args[t + 1 + d];
+      int64_t ext = d == r - 1 ? tile.cols() : (d == r - 2 ? tile.rows() : 1);
+      std::string lo, hi;
+      if (!off.is_value() || live.count(off.value().get())) {
+        lo = Operand(off);
+        hi = fmt::format("{} + {}", lo, ext);
+      } else if (auto it = info.outer_bounded_ivs.find(off.value().get());
+                 it != info.outer_bounded_ivs.end()) {
+        lo = Operand(it->second->lb());
+        std::string ub = Operand(it->second->ub());
+        hi = fmt::format("({1} > {0} ? {1} - 1 + {2} : {0})", lo, ub, ext);
+      } else {
+        lo = "0";
+        hi = fmt::format("{}.shape[{}]", Operand(args[t]), d);
+      }
+      Line(depth + 1, fmt::format("acc[{0}].lo[{1}] = {2}; acc[{0}].hi[{1}] = {3};", i, d, lo, hi));
+    }
+  }
+  std::string where = s.span().known() ? fmt::format(" ({}:{})", s.span().line, s.span().col) : "";
+  Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, \"{}.incore{}{}\", {}}};",
+                              k, info.accesses.size(), func_.name, tasks_ - 1, where,
+                              TaskFlops(s.body(), inside)));
+  Line(depth + 1, "rt->submit(rt->ctx, &task);");
+  Line(depth, "}");
+}
+
+}  // namespace ptox::targets::cpu
