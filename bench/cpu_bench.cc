@@ -184,7 +184,7 @@ Row MeasureKernel(const std::string& name, const ptox::Program& prog,
                   const std::vector<ptox::Arg>& args, const std::string& target, double bytes) {
   Row r{name, target, "GB/s", bytes, {}};
   r.s = TimeIt([&] {
-    ptox::Status s = ptox::Run(prog, args, {.target = target});
+    ptox::Status s = ptox::Run(prog, args, {.target = target, .num_threads = 1});
     if (!s.ok()) {
       std::fprintf(stderr, "%s on %s: %s\n", name.c_str(), target.c_str(), s.message().c_str());
       std::exit(1);

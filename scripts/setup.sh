@@ -11,6 +11,7 @@ packages=(
   libxxhash-dev                                      # compile-cache hashing
   libhwy-dev                                         # portable SIMD (CPU backend)
   binutils python3                                   # objdump; lit runs on python3
+  libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )
 
 missing=()

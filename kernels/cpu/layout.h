@@ -1,7 +1,4 @@
-// Layout ops (transpose, reshape, slice, assemble) and matmul / matmul_acc. Matmul accumulates
-// each output element in f32 in increasing k from its starting value, product rounded before the
-// add (no FMA: the build uses -ffp-contract=off) — the interpreter's order, so results match it
-// bit for bit; the i-k-j loop order vectorizes over j without changing any element's order.
+// Layout ops: transpose, reshape, slice, assemble (copies; matmul lives in kernels/cpu/matmul.h).
 #pragma once
 
 #include <algorithm>
@@ -57,45 +54,6 @@ void Assemble(Ctx& ctx, Tile<D, R, C>& o, const Tile<D, R, C>& dst, const Tile<D
   o = dst;
   for (int64_t r = 0; r < src.vr; ++r)
     for (int64_t c = 0; c < src.vc; ++c) o.at(i + r, j + c) = src.at(r, c);
-}
-
-// o (M x N, holding the starting values) += a * b over k < k_valid; every element computed.
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void MatmulInto(Tile<DT::kF32, M, (kTransB ? BR : BC)>& o, const Tile<D, M, K>& a,
-                const Tile<D, BR, BC>& b) {
-  constexpr int N = kTransB ? BR : BC;
-  const int64_t k_valid = std::min<int64_t>(a.vc, kTransB ? b.vc : b.vr);
-  for (int64_t i = 0; i < M; ++i) {
-    float* orow = o.v + i * N;
-    for (int64_t k = 0; k < k_valid; ++k) {
-      const float aik = a.at(i, k);
-      if constexpr (kTransB) {
-        for (int64_t j = 0; j < N; ++j) orow[j] = orow[j] + aik * b.at(j, k);
-      } else {
-        const float* brow = b.v + k * BC;
-        for (int64_t j = 0; j < N; ++j) orow[j] = orow[j] + aik * brow[j];
-      }
-    }
-  }
-}
-
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void Matmul(Ctx&, Tile<DT::kF32, M, (kTransB ? BR : BC)>& o, const Tile<D, M, K>& a,
-            const Tile<D, BR, BC>& b) {
-  std::fill(o.v, o.v + M * (kTransB ? BR : BC), 0.0f);
-  MatmulInto<kTransB>(o, a, b);
-  o.vr = a.vr;
-  o.vc = kTransB ? b.vr : b.vc;
-}
-
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void MatmulAcc(Ctx&, Tile<DT::kF32, M, (kTransB ? BR : BC)>& o,
-               const Tile<DT::kF32, M, (kTransB ? BR : BC)>& c, const Tile<D, M, K>& a,
-               const Tile<D, BR, BC>& b) {
-  o = c;
-  MatmulInto<kTransB>(o, a, b);
-  o.vr = std::min<int64_t>(c.vr, a.vr);
-  o.vc = std::min<int64_t>(c.vc, kTransB ? b.vr : b.vc);
 }
 
 }  // namespace ptox::cpu

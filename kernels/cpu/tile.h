@@ -4,6 +4,7 @@
 #include "kernels/cpu/core.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/memory.h"
 // Generated kernels without reductions define PTOX_CPU_NO_REDUCE: reduce.h pulls in Highway, whose
 // parse time dominates the cold compile of small kernels.

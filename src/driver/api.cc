@@ -235,7 +235,8 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     ir::BindArgs(*f, args);  // before compiling: bad arguments never cost a compile
     std::vector<runtime::TaskRecord> records;
     targets::RunContext ctx{options.num_threads, options.check_nan,
-                            options.trace ? &records : nullptr};
+                            options.trace ? &records : nullptr, {}};
+    for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
     driver::Compile(target, *f)->Run(args, ctx);
     if (options.trace) {
       options.trace->clear();

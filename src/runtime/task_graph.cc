@@ -2,9 +2,12 @@
 // ready tasks from the executor's queue and sleep when it is empty.
 //
 // Dependency inference: for each access of a new task, the unfinished earlier accesses of the
-// same tensor are scanned; an overlap where either side writes is an edge (RAW, WAR, WAW).
-// Finished tasks leave the history, so its size is bounded by the tasks in flight; Submit()
-// blocks while more than kMaxInFlight tasks are pending, which bounds both.
+// same tensor that may overlap it are checked; an overlap where either side writes is an edge
+// (RAW, WAR, WAW). Each tensor's history is a uniform grid of cells sized by the first box seen
+// (usually the tile shape): an access is filed under every cell it touches (at most kMaxCells,
+// else in an always-scanned list), so a query looks only at nearby accesses — O(1) per access for
+// tiled programs instead of O(tasks in flight). A task's entries leave the history when it
+// finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
 #include "runtime/task_graph.h"
 
 #include <algorithm>
@@ -14,8 +17,107 @@ namespace ptox::runtime {
 namespace {
 
 constexpr int64_t kMaxInFlight = 4096;
+constexpr int64_t kLowWater = kMaxInFlight / 2;
+constexpr int64_t kMaxCells = 16;  // a box over more cells goes to the always-scanned list
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+struct CellKey {
+  int64_t c[kMaxRank] = {0, 0, 0, 0};
+  bool operator==(const CellKey& o) const { return std::equal(c, c + kMaxRank, o.c); }
+};
+struct CellHash {
+  size_t operator()(const CellKey& k) const {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int64_t v : k.c) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ull + (h >> 29);
+    return static_cast<size_t>(h);
+  }
+};
 
 }  // namespace
+
+struct Graph::TensorHistory {
+  struct Entry {
+    TaskId id;
+    Box box;
+  };
+  // Reads and writes apart: a read only conflicts with writes, so the many readers of one
+  // region (a weight every task reads) are never scanned by other readers.
+  struct Lists {
+    std::vector<Entry> reads, writes;
+    bool Empty() const { return reads.empty() && writes.empty(); }
+  };
+  int rank = -1;  // the grid's rank (of the first box filed); -1: no grid yet
+  int64_t cell[kMaxRank] = {1, 1, 1, 1};
+  std::unordered_map<CellKey, Lists, CellHash> cells;
+  Lists large;  // boxes over more than kMaxCells cells or of another rank
+
+  // Calls fn(key) for every cell `box` touches and returns true, or returns false without calls
+  // when the box is not on the grid (another rank, too many cells).
+  template <typename Fn>
+  bool ForEachCell(const Box& box, Fn fn) const {
+    if (box.rank != rank) return false;
+    CellKey lo, hi;
+    int64_t count = 1;
+    for (int d = 0; d < rank; ++d) {
+      lo.c[d] = FloorDiv(box.lo[d], cell[d]);
+      hi.c[d] = FloorDiv(box.hi[d] - 1, cell[d]);
+      count *= hi.c[d] - lo.c[d] + 1;
+      if (count > kMaxCells) return false;
+    }
+    CellKey k = lo;
+    for (;;) {
+      fn(k);
+      int d = rank - 1;
+      while (d >= 0 && ++k.c[d] > hi.c[d]) k.c[d] = lo.c[d], --d;
+      if (d < 0) return true;
+    }
+  }
+
+  void Add(TaskId id, const Box& box, bool write) {
+    if (rank < 0) {  // the first box sets the grid
+      rank = box.rank;
+      for (int d = 0; d < rank; ++d) cell[d] = std::max<int64_t>(1, box.hi[d] - box.lo[d]);
+    }
+    auto add = [&](Lists& l) { (write ? l.writes : l.reads).push_back({id, box}); };
+    if (!ForEachCell(box, [&](const CellKey& k) { add(cells[k]); })) add(large);
+  }
+
+  void Remove(TaskId id, const Box& box) {
+    auto drop = [id](Lists& l) {
+      for (std::vector<Entry>* v : {&l.reads, &l.writes})
+        v->erase(std::remove_if(v->begin(), v->end(), [id](const Entry& e) { return e.id == id; }),
+                 v->end());
+    };
+    bool on_grid = ForEachCell(box, [&](const CellKey& k) {
+      auto it = cells.find(k);
+      if (it == cells.end()) return;
+      drop(it->second);
+      if (it->second.Empty()) cells.erase(it);
+    });
+    if (!on_grid) drop(large);
+  }
+
+  // Calls fn(id) for every earlier access that conflicts with `box` (possibly more than once):
+  // overlapping writes, and overlapping reads too when `write`.
+  template <typename Fn>
+  void ForEachConflict(const Box& box, bool write, Fn fn) const {
+    auto scan = [&](const Lists& l) {
+      for (const Entry& e : l.writes)
+        if (e.box.Overlaps(box)) fn(e.id);
+      if (write)
+        for (const Entry& e : l.reads)
+          if (e.box.Overlaps(box)) fn(e.id);
+    };
+    scan(large);
+    bool on_grid = ForEachCell(box, [&](const CellKey& k) {
+      auto it = cells.find(k);
+      if (it != cells.end()) scan(it->second);
+    });
+    if (!on_grid)
+      for (const auto& [key, lists] : cells) scan(lists);
+  }
+};
 
 bool Box::Empty() const {
   for (int d = 0; d < rank; ++d)
@@ -61,7 +163,11 @@ double Graph::NowUs() const {
 
 TaskId Graph::Submit(Task task) {
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return in_flight_ < kMaxInFlight; });
+  if (in_flight_ >= kMaxInFlight) {
+    submit_waiting_ = true;
+    done_cv_.wait(lock, [&] { return in_flight_ <= kLowWater; });
+    submit_waiting_ = false;
+  }
   auto node = std::make_unique<Node>();
   Node* n = node.get();
   n->id = submitted_++;
@@ -71,7 +177,6 @@ TaskId Graph::Submit(Task task) {
     n->done = true;
     ++cancelled_;
     ++finished_;
-    done_cv_.notify_all();
     return n->id;
   }
   ++in_flight_;
@@ -86,32 +191,46 @@ TaskId Graph::Submit(Task task) {
   for (TaskId before : n->task.after) {
     if (before >= 0 && before < n->id) add_edge(nodes_[before].get());
   }
+  auto history = [&](int tensor) -> TensorHistory& {
+    std::unique_ptr<TensorHistory>& h = history_[tensor];
+    if (!h) h = std::make_unique<TensorHistory>();
+    return *h;
+  };
   for (const Access& a : n->task.accesses) {
-    std::vector<HistoryEntry>& hist = history_[a.tensor];
-    // Drop entries of finished tasks, then link to every conflicting overlap.
-    hist.erase(std::remove_if(hist.begin(), hist.end(),
-                              [&](const HistoryEntry& e) { return nodes_[e.id]->done; }),
-               hist.end());
-    for (const HistoryEntry& e : hist)
-      if ((e.write || a.write) && e.box.Overlaps(a.box)) add_edge(nodes_[e.id].get());
+    if (a.box.Empty()) continue;  // touches nothing
+    history(a.tensor).ForEachConflict(a.box, a.write,
+                                      [&](TaskId before) { add_edge(nodes_[before].get()); });
   }
-  for (const Access& a : n->task.accesses) history_[a.tensor].push_back({n->id, a.box, a.write});
-  if (--n->pending == 0) executor_.Push(this, n);
-  return n->id;
+  for (const Access& a : n->task.accesses)
+    if (!a.box.Empty()) history(a.tensor).Add(n->id, a.box, a.write);
+  const TaskId id = n->id;
+  const bool ready = --n->pending == 0;
+  lock.unlock();  // the node stays alive: only this call can queue it, nothing can finish it yet
+  if (ready) executor_.Push(this, &n, 1);
+  return id;
 }
 
-void Graph::Release(Node* node) {
-  if (--node->pending == 0) executor_.Push(this, node);
+void Graph::Forget(const Node& node) {
+  for (const Access& a : node.task.accesses) {
+    if (a.box.Empty()) continue;
+    auto it = history_.find(a.tensor);
+    if (it != history_.end()) it->second->Remove(node.id, a.box);
+  }
 }
 
 void Graph::Finish(Node* node, const std::string& error, int worker, double start_us,
                    double end_us) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Node*> ready;
+  std::unique_lock<std::mutex> lock(mu_);
   node->done = true;
   --in_flight_;
   ++finished_;
-  if (!error.empty() && failure_.empty())
+  Forget(*node);
+  if (start_us < 0) ++cancelled_;
+  if (!error.empty() && failure_.empty()) {
     failure_ = "task " + std::to_string(node->id) + " (" + node->task.name + ") failed: " + error;
+    failed_.store(true, std::memory_order_release);
+  }
   if (record_ && start_us >= 0) {
     int64_t rd = 0, wr = 0;
     for (const Access& a : node->task.accesses)
@@ -119,10 +238,17 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
     records_.push_back({node->id, node->task.name, worker, start_us, end_us, rd, wr,
                         node->task.flops});
   }
-  for (Node* s : node->successors) Release(s);
+  for (Node* s : node->successors)
+    if (--s->pending == 0) ready.push_back(s);
   node->successors.clear();
   node->task.run = nullptr;  // free captured arguments early
-  done_cv_.notify_all();
+  // Wake Wait() / ~Graph() when the graph drains, Submit() when the window reaches its low mark;
+  // not on every task (each wake-up costs a futex call and a context switch).
+  if (in_flight_ == 0 || (submit_waiting_ && in_flight_ <= kLowWater)) done_cv_.notify_all();
+  lock.unlock();
+  // Queued outside mu_ (shorter critical sections). The graph is alive here when `ready` is not
+  // empty: those nodes are in flight, so Wait() and ~Graph() cannot return yet.
+  if (!ready.empty()) executor_.Push(this, ready.data(), ready.size());
 }
 
 Status Graph::Wait() {
@@ -166,12 +292,16 @@ Executor& Executor::Default() {
   return executor;
 }
 
-void Executor::Push(Graph* graph, Graph::Node* node) {
+void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ready_.emplace_back(graph, node);
+    for (size_t i = 0; i < count; ++i) ready_.emplace_back(graph, nodes[i]);
   }
-  cv_.notify_one();
+  if (count == 1) {
+    cv_.notify_one();
+  } else {
+    cv_.notify_all();
+  }
 }
 
 void Executor::WorkerLoop(int worker) {
@@ -185,13 +315,7 @@ void Executor::WorkerLoop(int worker) {
       ready_.pop_front();
     }
     auto [graph, node] = item;
-    bool skip;
-    {
-      std::lock_guard<std::mutex> lock(graph->mu_);
-      skip = !graph->failure_.empty();
-      if (skip) ++graph->cancelled_;
-    }
-    if (skip) {
+    if (graph->failed_.load(std::memory_order_acquire)) {  // the graph failed: cancel
       graph->Finish(node, "", worker, -1, -1);
       continue;
     }

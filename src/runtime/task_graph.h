@@ -4,12 +4,13 @@
 // as its predecessors finished. Links without the compiler.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,14 +86,11 @@ class Graph {
  private:
   friend class Executor;
   struct Node;
-  struct HistoryEntry {
-    TaskId id;
-    Box box;
-    bool write;
-  };
+  struct TensorHistory;  // the unfinished accesses of one tensor, indexed by grid cell
 
+  // A task ran (start_us >= 0) or was skipped (start_us < 0: counted as cancelled).
   void Finish(Node* node, const std::string& error, int worker, double start_us, double end_us);
-  void Release(Node* node);  // under mu_: a node whose dependencies are all done becomes ready
+  void Forget(const Node& node);  // under mu_: drops a finished node's accesses from history_
   double NowUs() const;
 
   Executor& executor_;
@@ -100,11 +98,13 @@ class Graph {
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::map<int, std::vector<HistoryEntry>> history_;  // per tensor, unfinished accesses
+  std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<TaskRecord> records_;
   int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
+  bool submit_waiting_ = false;  // Submit() sleeps until the window drains to its low mark
   std::string failure_;
+  std::atomic<bool> failed_{false};  // !failure_.empty(), readable without mu_ by workers
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -122,7 +122,8 @@ class Executor {
 
  private:
   friend class Graph;
-  void Push(Graph* graph, Graph::Node* node);
+  // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's mutex.
+  void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
 
   std::mutex mu_;

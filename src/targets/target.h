@@ -25,6 +25,7 @@ struct RunContext {
   int threads = 0;                             // 0: the process-wide executor (PTOX_NUM_THREADS)
   bool check_nan = false;                      // fail a task whose outputs hold a NaN
   std::vector<runtime::TaskRecord>* records = nullptr;  // filled when not null
+  std::vector<std::string> arg_names;          // parameter names, for error messages
 };
 
 // A compiled function, ready to run on checked arguments.

@@ -1,6 +1,8 @@
 // Conformance of reductions (row / col sum, max, min, row_argmax), row / col expand broadcasts and
 // matmul / matmul_acc on every CPU target against the interpreter. Max, min, argmax and expand
 // are bit-identical; float sums and matmul are checked against the documented error bound.
+#include <array>
+
 #include "programs.h"
 
 namespace ptox::conformance {
@@ -102,10 +104,16 @@ std::vector<RunConfig> ReduceConfigs(DType d) {
   return out;
 }
 
+// Tile shapes of a matmul conformance program: TM x TK times TK x TN.
+struct MatmulTiles {
+  int64_t tm, tk, tn;
+  const char* tag;
+};
+
 // C = A * B over K tiles with matmul_acc (and with transpose_b against Bt = B^T), and as a sum of
 // per-tile matmul products; each with the same product of |A| and |B| for its error bound.
-Spec MatmulSpec(DType d) {
-  const std::string name = "matmul_" + std::string(DTypeName(d));
+Spec MatmulSpec(DType d, MatmulTiles t) {
+  const std::string name = "matmul" + std::string(t.tag) + "_" + std::string(DTypeName(d));
   FunctionBuilder f(name);
   Spec spec;
   spec.name = name;
@@ -124,17 +132,17 @@ Spec MatmulSpec(DType d) {
   spec.rules["c_abs"] = {Rule::kSumBound, "c_abs", k_of};
   spec.rules["ct_abs"] = {Rule::kSumBound, "ct_abs", k_of};
   spec.rules["cp"] = {Rule::kSumBound, "c_abs",
-                      [](const Dims& m) { return m.at("K") + (m.at("K") + 15) / 16; }};
+                      [t](const Dims& m) { return m.at("K") + (m.at("K") + t.tk - 1) / t.tk; }};
   Val mm = f.Dim(a, 0), kk = f.Dim(a, 1), nn = f.Dim(b, 1);
-  f.For(int64_t{0}, mm, int64_t{8}, [&](Val i) {
-    f.For(int64_t{0}, nn, int64_t{8}, [&](Val j) {
+  f.For(int64_t{0}, mm, t.tm, [&](Val i) {
+    f.For(int64_t{0}, nn, t.tn, [&](Val j) {
       f.Incore([&] {
-        Val zero = f.Full(0.0, 8, 8, DType::kF32);
+        Val zero = f.Full(0.0, t.tm, t.tn, DType::kF32);
         std::vector<Val> acc = f.For(
-            int64_t{0}, kk, int64_t{16}, {zero, zero, zero, zero, zero},
+            int64_t{0}, kk, t.tk, {zero, zero, zero, zero, zero},
             [&](Val k, const std::vector<Val>& c) -> std::vector<Operand> {
-              Val ta = f.Load(a, {i, k}, 8, 16), tb = f.Load(b, {k, j}, 16, 8);
-              Val tbt = f.Load(bt, {j, k}, 8, 16);
+              Val ta = f.Load(a, {i, k}, t.tm, t.tk), tb = f.Load(b, {k, j}, t.tk, t.tn);
+              Val tbt = f.Load(bt, {j, k}, t.tn, t.tk);
               Val aa = Op1(f, "tile.abs", ta);
               return {f.MatmulAcc(c[0], ta, tb), f.MatmulAcc(c[1], aa, Op1(f, "tile.abs", tb)),
                       f.MatmulAcc(c[2], ta, tbt, true),
@@ -149,23 +157,100 @@ Spec MatmulSpec(DType d) {
   return spec;
 }
 
-std::vector<RunConfig> MatmulConfigs(DType d) {
-  const int64_t sizes[][3] = {{1, 1, 1},    {7, 15, 7}, {8, 16, 8}, {9, 17, 9}, {19, 35, 19},
-                              {35, 19, 35}, {0, 5, 5},  {5, 0, 5},  {5, 5, 0},  {8, 33, 1}};
+std::vector<RunConfig> MatmulSizes(DType d, const std::vector<std::array<int64_t, 3>>& sizes,
+                                   uint32_t seed) {
   std::vector<RunConfig> out;
-  uint32_t seed = 200;
   for (const Layout& layout : LayoutsFor(d))
     for (const auto& s : sizes)
       out.push_back({{{"M", s[0]}, {"K", s[1]}, {"N", s[2]}}, layout, seed++});
   return out;
 }
 
+// 8 x 16 x 8 tiles: K = 0 / 1, odd M / N / K, partial tiles in every dim.
+std::vector<RunConfig> MatmulConfigs(DType d) {
+  return MatmulSizes(d, {{1, 1, 1}, {7, 15, 7}, {8, 16, 8}, {9, 17, 9}, {19, 35, 19}, {35, 19, 35},
+                         {0, 5, 5}, {5, 0, 5}, {5, 5, 0}, {8, 33, 1}}, 200);
+}
+
+// Tiles that reach every path of the CPU micro-kernel (kernels/cpu/matmul.h): 36 x 288 x 264
+// packs B (36 rows = 4 full row blocks + 4), blocks K (288 > 256) and N (264 > 256, ending in a
+// partial vector); 5 x 40 x 100 reads B in place with a masked last vector; 1 x 64 x 72 is the
+// GEMV shape (4-vector blocks plus a tail).
+std::vector<RunConfig> MatmulBlockedConfigs(DType d) {
+  return MatmulSizes(d, {{36, 288, 264}, {37, 300, 270}, {35, 287, 263}, {1, 1, 1}, {5, 257, 9},
+                         {0, 5, 5}, {5, 0, 5}}, 300);
+}
+std::vector<RunConfig> MatmulNarrowConfigs(DType d) {
+  return MatmulSizes(d, {{5, 40, 100}, {4, 39, 99}, {11, 81, 201}, {1, 1, 1}, {3, 0, 7}}, 400);
+}
+std::vector<RunConfig> MatmulGemvConfigs(DType d) {
+  return MatmulSizes(d, {{1, 64, 72}, {1, 63, 71}, {2, 130, 145}, {1, 1, 1}}, 500);
+}
+
+// The epilogue codegen fuses after a matmul (fusion.cc): y = cast(silu(A*B + bias) + res) to the
+// input dtype, one loop over the materialized product. silu's slope stays below 1.1 and the sum
+// with res adds one rounding, so the matmul bound (doubled by the harness) plus one ulp of the
+// output covers y; c_abs carries sum |a||b| for it.
+Spec MatmulEpilogueSpec(DType d) {
+  const std::string name = "matmul_epilogue_" + std::string(DTypeName(d));
+  FunctionBuilder f(name);
+  Spec spec;
+  spec.name = name;
+  const std::string M = "M", K = "K", N = "N";
+  Val a = f.Param("a", ParamDirection::kIn, d, {M, K});
+  Val b = f.Param("b", ParamDirection::kIn, d, {K, N});
+  Val bias = f.Param("bias", ParamDirection::kIn, DType::kF32, {int64_t{1}, N});
+  Val res = f.Param("res", ParamDirection::kIn, DType::kF32, {M, N});
+  Val y = f.Param("y", ParamDirection::kOut, d, {M, N});
+  Val c_abs = f.Param("c_abs", ParamDirection::kOut, DType::kF32, {M, N});
+  // Finite inputs of moderate size: silu and the residual add keep the error proportional.
+  spec.values = {{"a", Values::kReduce}, {"b", Values::kReduce}, {"bias", Values::kNoNaN},
+                 {"res", Values::kNoNaN}};
+  auto k_of = [](const Dims& m) { return m.at("K"); };
+  spec.rules["y"] = {Rule::kSumBound, "c_abs", k_of};
+  spec.rules["c_abs"] = {Rule::kSumBound, "c_abs", k_of};
+  Val mm = f.Dim(a, 0), kk = f.Dim(a, 1), nn = f.Dim(b, 1);
+  f.For(int64_t{0}, mm, int64_t{32}, [&](Val i) {
+    f.For(int64_t{0}, nn, int64_t{48}, [&](Val j) {
+      f.Incore([&] {
+        Val zero = f.Full(0.0, 32, 48, DType::kF32);
+        std::vector<Val> acc = f.For(
+            int64_t{0}, kk, int64_t{40}, {zero, zero},
+            [&](Val k, const std::vector<Val>& c) -> std::vector<Operand> {
+              Val ta = f.Load(a, {i, k}, 32, 40), tb = f.Load(b, {k, j}, 40, 48);
+              return {f.MatmulAcc(c[0], ta, tb),
+                      f.MatmulAcc(c[1], Op1(f, "tile.abs", ta), Op1(f, "tile.abs", tb))};
+            });
+        Val tbias = f.Load(bias, {int64_t{0}, j}, 1, 48), tres = f.Load(res, {i, j}, 32, 48);
+        Val s = Op1(f, "tile.silu", f.Op("tile.col_expand_add", {acc[0], tbias}));
+        Val z = f.Op("tile.add", {s, tres});
+        f.Store(f.Op("tile.cast", {z}, FunctionBuilder::TileType{32, 48, d}), y, {i, j});
+        f.Store(acc[1], c_abs, {i, j});
+      });
+    });
+  });
+  spec.program = BuildOrDie(f);
+  return spec;
+}
+
+std::vector<RunConfig> MatmulEpilogueConfigs(DType d) {
+  return MatmulSizes(d, {{32, 40, 48}, {33, 81, 50}, {7, 39, 95}, {1, 1, 1}, {5, 0, 5}}, 600);
+}
+
 const std::vector<Family>& Families() {
+  static const std::vector<DType> kFloats = {DType::kF32, DType::kBF16, DType::kF16};
   static const std::vector<Family> kFamilies = {
       {"reduce",
        {DType::kF32, DType::kBF16, DType::kF16, DType::kI32, DType::kI8, DType::kI64},
        ReduceSpec, ReduceConfigs},
-      {"matmul", {DType::kF32, DType::kBF16, DType::kF16}, MatmulSpec, MatmulConfigs},
+      {"matmul", kFloats, [](DType d) { return MatmulSpec(d, {8, 16, 8, ""}); }, MatmulConfigs},
+      {"matmul_blocked", kFloats,
+       [](DType d) { return MatmulSpec(d, {36, 288, 264, "_blocked"}); }, MatmulBlockedConfigs},
+      {"matmul_narrow", kFloats, [](DType d) { return MatmulSpec(d, {5, 40, 100, "_narrow"}); },
+       MatmulNarrowConfigs},
+      {"matmul_gemv", kFloats, [](DType d) { return MatmulSpec(d, {1, 64, 72, "_gemv"}); },
+       MatmulGemvConfigs},
+      {"matmul_epilogue", kFloats, MatmulEpilogueSpec, MatmulEpilogueConfigs},
   };
   return kFamilies;
 }

@@ -61,7 +61,15 @@ struct Bridge {
   const std::vector<abi::Arg>* args;
   const std::vector<Arg>* host_args;
   bool check_nan;
+  const std::vector<std::string>* arg_names;
 };
+
+// "%name (argument i)", or "argument i" when the name is unknown.
+std::string ArgLabel(const Bridge& b, int64_t i) {
+  std::string index = "argument " + std::to_string(i);
+  if (static_cast<size_t>(i) >= b.arg_names->size() || (*b.arg_names)[i].empty()) return index;
+  return "%" + (*b.arg_names)[i] + " (" + index + ")";
+}
 
 void Submit(void* ctx, const abi::TaskDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
@@ -81,15 +89,17 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
       acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], t.shape[d]);
     task.accesses.push_back(acc);
   }
-  auto packed = std::make_shared<std::vector<char>>(
-      static_cast<const char*>(desc->args), static_cast<const char*>(desc->args) + desc->args_size);
+  // One allocation for the packed arguments (operator new: aligned for any scalar field).
+  std::vector<char> packed(static_cast<const char*>(desc->args),
+                           static_cast<const char*>(desc->args) + desc->args_size);
   abi::KernelFn kernel = desc->kernel;
-  std::vector<runtime::Access> writes;
-  for (const runtime::Access& a : task.accesses)
-    if (a.write) writes.push_back(a);
-  task.run = [kernel, packed, writes, b]() -> std::string {
+  std::vector<runtime::Access> writes;  // only what the NaN check scans
+  if (b.check_nan)
+    for (const runtime::Access& a : task.accesses)
+      if (a.write) writes.push_back(a);
+  task.run = [kernel, packed = std::move(packed), writes = std::move(writes), b]() -> std::string {
     abi::ErrorBuf err{};
-    if (kernel(packed->data(), &err) != 0) {
+    if (kernel(packed.data(), &err) != 0) {
       err.message[sizeof(err.message) - 1] = '\0';
       return err.message;
     }
@@ -97,7 +107,7 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
     for (const runtime::Access& w : writes) {
       const Tensor& host = std::get<Tensor>((*b.host_args)[w.tensor]);
       std::string at = FindNaN((*b.args)[w.tensor].t, host.dtype, w.box);
-      if (!at.empty()) return "NaN written to argument " + std::to_string(w.tensor) + " at " + at;
+      if (!at.empty()) return "NaN written to " + ArgLabel(b, w.tensor) + " at " + at;
     }
     return {};
   };
@@ -123,7 +133,7 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
     }
   }
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan};
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names};
   abi::Runtime rt{&bridge, &Submit};
   abi::ErrorBuf err{};
   int rc = entry(packed.data(), &rt, &err);

@@ -95,6 +95,29 @@ TEST(Dependencies, InPlaceUpdatesChainAndDiamondsJoin) {
   EXPECT_TRUE(g.Wait().ok());
 }
 
+// The history is a grid sized by the first box: boxes over many cells, of another rank, or at
+// negative offsets must still meet every overlap.
+TEST(Dependencies, MixedBoxSizesRanksAndNegativeOffsetsStillConflict) {
+  Executor ex(2);
+  Gate gate;
+  Graph g(ex);
+  Box one_d;
+  one_d.rank = 1, one_d.lo[0] = 0, one_d.hi[0] = 3;
+  g.Submit(T({W(0, Rows(0, 1))}, gate.Hold()));    // 0: sets 1x8 cells
+  g.Submit(T({R(0, Rows(5, 6))}, gate.Hold()));    // 1: independent
+  g.Submit(T({W(0, Rows(0, 40))}, gate.Hold()));   // 2: 40 cells -> the large list; WAW 0, WAR 1
+  g.Submit(T({R(0, one_d)}, gate.Hold()));         // 3: another rank: full scan; RAW 0, 2
+  g.Submit(T({W(0, Rows(-2, 1))}, gate.Hold()));   // 4: negative rows; WAW 0, 2; WAR 3
+  g.Submit(T({W(0, Rows(39, 40))}, gate.Hold()));  // 5: WAW 2 (found in the large list)
+  EXPECT_EQ(EdgesOf(g), (Edges{{0, 2}, {1, 2}, {0, 3}, {2, 3}, {0, 4}, {2, 4}, {3, 4}, {2, 5}}));
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+  // Finished tasks left the history: a new overlapping task has no edges.
+  g.Submit(T({W(0, Rows(0, 40))}));
+  EXPECT_EQ(EdgesOf(g).size(), 8u);
+  EXPECT_TRUE(g.Wait().ok());
+}
+
 TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
   Executor ex(1);
   Graph g(ex);

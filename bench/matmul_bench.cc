@@ -1,0 +1,577 @@
+// Matmul benchmark: ptox tile programs vs oneDNN, OpenBLAS and Eigen at 1 and 2 threads, as
+// GFLOP/s and a share of the same-run FMA peak (GEMV: GB/s vs triad). See bench/README.md.
+#include <cblas.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <immintrin.h>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ptox/ptox.h"
+
+extern "C" char* openblas_get_corename(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+int g_reps = 10;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
+
+struct Stats {
+  double median = 0, min = 0, max = 0;  // seconds
+};
+
+Stats TimeIt(const std::function<void()>& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < g_reps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  const size_t n = t.size();
+  return {n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t.front(), t.back()};
+}
+
+// One measurement: `work` is flops (GFLOP/s rows) or bytes (GB/s rows) per run.
+struct Row {
+  std::string group, shape, impl, unit;
+  int threads = 1;
+  double work = 0;
+  Stats s;
+  double Rate() const { return work / s.median / 1e9; }
+};
+std::vector<Row> g_rows;
+
+void Record(Row r) {
+  std::fprintf(stderr, "  %-10s %-28s %-9s t=%d  %8.2f %s  (spread %.0f%%)\n", r.group.c_str(),
+               r.shape.c_str(), r.impl.c_str(), r.threads, r.Rate(), r.unit.c_str(),
+               100.0 * (r.s.max - r.s.min) / r.s.median);
+  g_rows.push_back(std::move(r));
+}
+
+// ---- Ceilings -----------------------------------------------------------------------------------
+
+// 24 independent zmm FMA chains: enough to cover latency x throughput on Zen 4 / Zen 5 and Intel.
+__attribute__((noinline, target("avx512f"))) float FmaLoop(int64_t n) {
+  __m512 acc[24];
+  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+  for (int64_t i = 0; i < n; ++i) {
+#pragma GCC unroll 24
+    for (int j = 0; j < 24; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 24; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+// Runs fn(thread index) on `threads` threads at once.
+void Parallel(int threads, const std::function<void(int)>& fn) {
+  std::vector<std::thread> ts;
+  for (int t = 1; t < threads; ++t) ts.emplace_back(fn, t);
+  fn(0);
+  for (auto& t : ts) t.join();
+}
+
+void MeasureFmaPeak(int threads) {
+  const int64_t n = 20'000'000;
+  volatile float sink = 0;
+  Row r{"ceiling", "FMA peak (24 zmm chains)", "fma-loop", "GFLOP/s", threads,
+        2.0 * 16 * 24 * n * threads, {}};
+  r.s = TimeIt([&] { Parallel(threads, [&](int) { sink = sink + FmaLoop(n); }); });
+  Record(r);
+}
+
+__attribute__((noinline, target_clones("avx512f", "default"))) void Triad(
+    float* __restrict a, const float* __restrict b, const float* __restrict c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+}
+
+void MeasureTriad(int threads) {
+  const int64_t n = (256 << 20) / sizeof(float);  // 3 x 256 MiB, far past the L3
+  std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
+  Row r{"ceiling", "triad 3 x 256 MiB", "triad", "GB/s", threads, 3.0 * n * sizeof(float), {}};
+  r.s = TimeIt([&] {
+    Parallel(threads, [&](int t) {
+      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+      Triad(a.data() + lo, b.data() + lo, c.data() + lo, hi - lo);
+    });
+  });
+  Record(r);
+}
+
+// ---- ptox programs ------------------------------------------------------------------------------
+
+std::string Sub(std::string s, const std::map<std::string, std::string>& vars) {
+  for (const auto& [from, to] : vars)
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+      s.replace(p, from.size(), to);
+  return s;
+}
+
+// C = A * B with TMxTN output tiles and a K loop of TK-wide slices (examples/matmul_dyn.pto).
+// EPI selects the epilogue: a plain store, or bias + silu + residual, cast to bf16.
+const char* kMatmul = R"(
+func @mm(%a: in tensor<{M}x{K}xf32>, %b: in tensor<{K}x{N}xf32>, ARGS) {
+  %m = tensor.dim %a, 0
+  %kk = tensor.dim %a, 1
+  %n = tensor.dim %b, 1
+  for %i = 0 to %m step TM parallel {
+    for %j = 0 to %n step TN parallel {
+      incore {
+        %zero = tile.full 0.0 : tile<TMxTNxf32>
+        %acc = for %k = 0 to %kk step TK iter(%p = %zero) {
+          %ta = tile.load %a[%i, %k] : tile<TMxTKxf32>
+          %tb = tile.load %b[%k, %j] : tile<TKxTNxf32>
+          %nx = tile.matmul_acc %p, %ta, %tb
+          yield %nx
+        }
+EPI      }
+    }
+  }
+}
+)";
+const char* kPlainArgs = "%c: out tensor<{M}x{N}xf32>";
+const char* kPlainEpi = "        tile.store %acc, %c[%i, %j]\n";
+const char* kFusedArgs =
+    "%bias: in tensor<1x{N}xf32>, %res: in tensor<{M}x{N}xf32>, %c: out tensor<{M}x{N}xbf16>";
+const char* kFusedEpi = R"(        %tbias = tile.load %bias[0, %j] : tile<1xTNxf32>
+        %y = tile.col_expand_add %acc, %tbias
+        %s = tile.silu %y
+        %tr = tile.load %res[%i, %j] : tile<TMxTNxf32>
+        %z = tile.add %s, %tr
+        %o = tile.cast %z : tile<TMxTNxbf16>
+        tile.store %o, %c[%i, %j]
+)";
+
+ptox::Program Parse(const std::string& text) {
+  auto p = ptox::Program::Parse(text, "<matmul_bench>");
+  if (!p.ok()) {
+    std::fprintf(stderr, "parse error: %s\n%s\n", p.status().message().c_str(), text.c_str());
+    std::exit(1);
+  }
+  return *p;
+}
+
+void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int threads) {
+  ptox::Status s = ptox::Run(p, args, {.target = "cpu", .num_threads = threads});
+  if (!s.ok()) {
+    std::fprintf(stderr, "ptox run failed: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+}
+
+// The author's blocking for an M x K x N f32 matmul: 128 x 128 output tiles over 512-deep K
+// slices (A, B, packed B and C tiles together ~700 KiB, inside the 1 MiB L2; 128 x 256 x 256
+// spilled and ran 30% slower); GEMV-like M keeps every row in one tile and gives each task a
+// 512-column stripe of B.
+// PTOX_BENCH_TILES=TMxTNxTK overrides it (for exploring the blocking).
+std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
+  int64_t tm = std::min<int64_t>(m, 128);
+  int64_t tn = std::min<int64_t>(n, m <= 16 ? 512 : 128);
+  int64_t tk = std::min<int64_t>(k, m <= 16 ? 256 : 512);
+  if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
+    long a = 0, b = 0, c = 0;
+    if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)
+      tm = std::min<int64_t>(m, a), tn = std::min<int64_t>(n, b), tk = std::min<int64_t>(k, c);
+  }
+  return {{"TM", std::to_string(tm)}, {"TN", std::to_string(tn)}, {"TK", std::to_string(tk)}};
+}
+
+// ---- Baselines ----------------------------------------------------------------------------------
+
+void SetThreads(int threads) {
+  omp_set_num_threads(threads);  // oneDNN (Debian builds it with the GNU OpenMP runtime), Eigen
+  Eigen::setNbThreads(threads);
+  openblas_set_num_threads(threads);
+}
+
+// Largest relative difference of x from ref over all elements, scaled by max |ref|.
+double MaxRelDiff(const std::vector<float>& x, const std::vector<float>& ref) {
+  double scale = 1e-30, d = 0;
+  for (float r : ref) scale = std::max(scale, static_cast<double>(std::fabs(r)));
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::fabs(double(x[i]) - ref[i]));
+  return d / scale;
+}
+
+// f32 C = A * B (row-major, M x K times K x N) through ptox and the three libraries.
+void BenchGemm(const std::string& group, int64_t m, int64_t k, int64_t n, int threads) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n);
+  for (float& x : a) x = dist(rng);
+  for (float& x : b) x = dist(rng);
+  const std::string shape = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+  const bool gemv = m == 1;
+  const double work = gemv ? 4.0 * k * n : 2.0 * m * n * k;
+  const std::string unit = gemv ? "GB/s" : "GFLOP/s";
+  SetThreads(threads);
+  auto rec = [&](const std::string& impl, const std::function<void()>& fn) {
+    Record({group, shape, impl, unit, threads, work, TimeIt(fn)});
+  };
+  rec("onednn", [&] {
+    dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, ref.data(), n);
+  });
+  rec("openblas", [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(),
+                n, 0.0f, c.data(), n);
+  });
+  Eigen::Map<const RowMat> ea(a.data(), m, k), eb(b.data(), k, n);
+  Eigen::Map<RowMat> ec(c.data(), m, n);
+  rec("eigen", [&] { ec.noalias() = ea * eb; });
+  auto vars = Tiles(m, k, n);
+  vars["ARGS"] = kPlainArgs;
+  vars["EPI"] = kPlainEpi;
+  ptox::Program p = Parse(Sub(kMatmul, vars));
+  std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {m, k}),
+                                 ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {k, n}),
+                                 ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {m, n})};
+  std::fill(c.begin(), c.end(), 0.0f);
+  rec("ptox", [&] { RunPtox(p, args, threads); });
+  const double diff = MaxRelDiff(c, ref);
+  if (diff > 1e-4) {
+    std::fprintf(stderr, "ptox result differs from oneDNN by %g (relative)\n", diff);
+    std::exit(1);
+  }
+}
+
+// Matmul followed by bias + silu + residual + cast to bf16 (fused by codegen into one loop over
+// the materialized tile), against the plain matmul: the epilogue's cost.
+void BenchEpilogue(int64_t s, int threads) {
+  std::vector<float> a(s * s, 0.5f), b(s * s, 0.25f), bias(s, 1.0f), res(s * s, 2.0f);
+  std::vector<float> c(s * s);
+  std::vector<uint16_t> cb(s * s);
+  const std::string shape = std::to_string(s) + "^3";
+  for (bool fused : {false, true}) {
+    auto vars = Tiles(s, s, s);
+    vars["ARGS"] = fused ? kFusedArgs : kPlainArgs;
+    vars["EPI"] = fused ? kFusedEpi : kPlainEpi;
+    ptox::Program p = Parse(Sub(kMatmul, vars));
+    std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {s, s}),
+                                   ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {s, s})};
+    if (fused) {
+      args.push_back(ptox::Tensor::Contiguous(bias.data(), ptox::DType::kF32, {1, s}));
+      args.push_back(ptox::Tensor::Contiguous(res.data(), ptox::DType::kF32, {s, s}));
+      args.push_back(ptox::Tensor::Contiguous(cb.data(), ptox::DType::kBF16, {s, s}));
+    } else {
+      args.push_back(ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {s, s}));
+    }
+    Record({"epilogue", shape, fused ? "ptox+epi" : "ptox", "GFLOP/s", threads, 2.0 * s * s * s,
+            TimeIt([&] { RunPtox(p, args, threads); })});
+  }
+}
+
+// ---- bf16 SwiGLU MLP: y = (silu(x Wg) * (x Wu)) Wd ----------------------------------------------
+
+// Phase 1 computes gate and up in one task per h tile (one x tile load feeds both matmuls) with
+// silu * mul and the bf16 cast fused into the store; phase 2 is a bf16-in, f32-accumulate matmul.
+const char* kSwiglu = R"(
+func @swiglu(%x: in tensor<{M}x{D}xbf16>, %wg: in tensor<{D}x{F}xbf16>,
+             %wu: in tensor<{D}x{F}xbf16>, %wd: in tensor<{F}x{D}xbf16>,
+             %h: out tensor<{M}x{F}xbf16>, %y: out tensor<{M}x{D}xbf16>) {
+  %m = tensor.dim %x, 0
+  %d = tensor.dim %x, 1
+  %f = tensor.dim %wg, 1
+  for %i = 0 to %m step TM parallel {
+    for %j = 0 to %f step TN parallel {
+      incore {
+        %zero = tile.full 0.0 : tile<TMxTNxf32>
+        %g, %u = for %k = 0 to %d step TK iter(%pg = %zero, %pu = %zero) {
+          %tx = tile.load %x[%i, %k] : tile<TMxTKxbf16>
+          %tg = tile.load %wg[%k, %j] : tile<TKxTNxbf16>
+          %tu = tile.load %wu[%k, %j] : tile<TKxTNxbf16>
+          %ng = tile.matmul_acc %pg, %tx, %tg
+          %nu = tile.matmul_acc %pu, %tx, %tu
+          yield %ng, %nu
+        }
+        %sg = tile.silu %g
+        %hh = tile.mul %sg, %u
+        %hb = tile.cast %hh : tile<TMxTNxbf16>
+        tile.store %hb, %h[%i, %j]
+      }
+    }
+  }
+  for %i2 = 0 to %m step TM parallel {
+    for %j2 = 0 to %d step TN parallel {
+      incore {
+        %zero2 = tile.full 0.0 : tile<TMxTNxf32>
+        %acc = for %k2 = 0 to %f step TK iter(%p = %zero2) {
+          %th = tile.load %h[%i2, %k2] : tile<TMxTKxbf16>
+          %tw = tile.load %wd[%k2, %j2] : tile<TKxTNxbf16>
+          %nx = tile.matmul_acc %p, %th, %tw
+          yield %nx
+        }
+        %yb = tile.cast %acc : tile<TMxTNxbf16>
+        tile.store %yb, %y[%i2, %j2]
+      }
+    }
+  }
+}
+)";
+
+uint16_t ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+float FromBf16(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The same MLP as three oneDNN bf16 matmul primitives, as a oneDNN user would write it: weights
+// reordered once into oneDNN's preferred (blocked) layout, silu fused into the gate matmul as an
+// eltwise_swish post-op and the product into the up matmul as a binary_mul post-op.
+struct OnednnSwiglu {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::memory x, g, h, y, wg, wu, wd;
+  dnnl::matmul gate, up, down;
+
+  dnnl::memory Weights(const dnnl::matmul::primitive_desc& pd, std::vector<uint16_t>& w,
+                       int64_t r, int64_t c) {
+    dnnl::memory plain({{r, c}, dt::bf16, tag::ab}, eng, w.data());
+    dnnl::memory packed(pd.weights_desc(), eng);
+    dnnl::reorder(plain, packed).execute(strm, plain, packed);
+    strm.wait();
+    return packed;
+  }
+  OnednnSwiglu(int64_t m, int64_t d, int64_t f, std::vector<uint16_t>& xv,
+               std::vector<uint16_t>& wgv, std::vector<uint16_t>& wuv, std::vector<uint16_t>& wdv,
+               std::vector<uint16_t>& yv) {
+    dnnl::memory::desc xd({m, d}, dt::bf16, tag::ab), hd({m, f}, dt::bf16, tag::ab);
+    dnnl::memory::desc yd({m, d}, dt::bf16, tag::ab);
+    dnnl::memory::desc w1({d, f}, dt::bf16, tag::any), w2({f, d}, dt::bf16, tag::any);
+    dnnl::post_ops swish, mul;
+    swish.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+    mul.append_binary(dnnl::algorithm::binary_mul, hd);
+    dnnl::primitive_attr a_swish, a_mul;
+    a_swish.set_post_ops(swish);
+    a_mul.set_post_ops(mul);
+    dnnl::matmul::primitive_desc pg({xd, w1, hd}, a_swish, eng), pu({xd, w1, hd}, a_mul, eng);
+    dnnl::matmul::primitive_desc pd({hd, w2, yd}, eng);
+    gate = dnnl::matmul(pg), up = dnnl::matmul(pu), down = dnnl::matmul(pd);
+    x = dnnl::memory(xd, eng, xv.data());
+    y = dnnl::memory(yd, eng, yv.data());
+    g = dnnl::memory(hd, eng);
+    h = dnnl::memory(hd, eng);
+    wg = Weights(pg, wgv, d, f), wu = Weights(pu, wuv, d, f), wd = Weights(pd, wdv, f, d);
+  }
+  void Run() {
+    gate.execute(strm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, wg}, {DNNL_ARG_DST, g}});
+    up.execute(strm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, wu}, {DNNL_ARG_DST, h},
+                      {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, g}});
+    down.execute(strm, {{DNNL_ARG_SRC, h}, {DNNL_ARG_WEIGHTS, wd}, {DNNL_ARG_DST, y}});
+    strm.wait();
+  }
+};
+
+void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto fill = [&](int64_t n, float scale) {
+    std::vector<uint16_t> v(n);
+    for (uint16_t& e : v) e = ToBf16(dist(rng) * scale);
+    return v;
+  };
+  std::vector<uint16_t> x = fill(m * d, 1.0f), wg = fill(d * f, 0.05f), wu = fill(d * f, 0.05f);
+  std::vector<uint16_t> wd = fill(f * d, 0.05f), h(m * f), y(m * d), yref(m * d);
+  const std::string shape = "M" + std::to_string(m) + " D" + std::to_string(d) + " F" +
+                            std::to_string(f);
+  const double flops = 6.0 * m * d * f;
+  SetThreads(threads);
+  OnednnSwiglu dnn(m, d, f, x, wg, wu, wd, yref);
+  Record({"swiglu", shape, "onednn", "GFLOP/s", threads, flops, TimeIt([&] { dnn.Run(); })});
+  std::map<std::string, std::string> vars = {{"TM", std::to_string(std::min<int64_t>(m, 128))},
+                                             {"TN", "256"}, {"TK", "256"}};
+  ptox::Program p = Parse(Sub(kSwiglu, vars));
+  auto t = [](std::vector<uint16_t>& v, int64_t r, int64_t c) {
+    return ptox::Tensor::Contiguous(v.data(), ptox::DType::kBF16, {r, c});
+  };
+  std::vector<ptox::Arg> args = {t(x, m, d), t(wg, d, f), t(wu, d, f), t(wd, f, d), t(h, m, f),
+                                 t(y, m, d)};
+  Record({"swiglu", shape, "ptox", "GFLOP/s", threads, flops,
+          TimeIt([&] { RunPtox(p, args, threads); })});
+  std::vector<float> a(m * d), b(m * d);
+  for (int64_t i = 0; i < m * d; ++i) a[i] = FromBf16(y[i]), b[i] = FromBf16(yref[i]);
+  const double diff = MaxRelDiff(a, b);
+  if (diff > 3e-2) {
+    std::fprintf(stderr, "ptox SwiGLU differs from oneDNN by %g (relative)\n", diff);
+    std::exit(1);
+  }
+}
+
+// ---- Reports ------------------------------------------------------------------------------------
+
+double Ceiling(const std::string& unit, int threads) {
+  for (const Row& r : g_rows)
+    if (r.group == "ceiling" && r.unit == unit && r.threads == threads) return r.Rate();
+  return 0;
+}
+
+void WriteJson(const std::string& path, const std::string& corename) {
+  std::ofstream out(path);
+  out << "{\n  \"openblas_coretype\": \"" << std::getenv("OPENBLAS_CORETYPE")
+      << "\",\n  \"openblas_core\": \"" << corename << "\",\n  \"reps\": " << g_reps
+      << ",\n  \"rows\": [\n";
+  for (size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "    {\"group\": \"%s\", \"shape\": \"%s\", \"impl\": \"%s\", \"threads\": %d, "
+                  "\"unit\": \"%s\", \"rate\": %.4f, \"median_s\": %.6g, \"min_s\": %.6g, "
+                  "\"max_s\": %.6g}%s\n",
+                  r.group.c_str(), r.shape.c_str(), r.impl.c_str(), r.threads, r.unit.c_str(),
+                  r.Rate(), r.s.median, r.s.min, r.s.max, i + 1 < g_rows.size() ? "," : "");
+    out << buf;
+  }
+  out << "  ]\n}\n";
+}
+
+// One table per group: per (shape, threads) every implementation's median rate, ptox's spread
+// and share of the same-run ceiling, and ptox's ratio to each other implementation.
+void WriteGroupTable(std::ofstream& out, const std::string& group) {
+  std::vector<std::string> impls, keys;
+  std::map<std::string, std::map<std::string, const Row*>> cells;
+  for (const Row& r : g_rows) {
+    if (r.group != group) continue;
+    if (std::find(impls.begin(), impls.end(), r.impl) == impls.end()) impls.push_back(r.impl);
+    const std::string key = r.shape + "|" + std::to_string(r.threads);
+    if (!cells.count(key)) keys.push_back(key);
+    cells[key][r.impl] = &r;
+  }
+  if (keys.empty()) return;
+  const std::string mine = group == "epilogue" ? "ptox+epi" : "ptox";
+  out << "\n### " << group << "\n\n| shape | threads | unit |";
+  for (const auto& i : impls) out << " " << i << " |";
+  out << " " << mine << " spread | " << mine << " % of ceiling |";
+  for (const auto& i : impls)
+    if (i != mine) out << " " << mine << " / " << i << " |";
+  out << "\n|---|---:|---|";
+  for (size_t i = 0; i < 2 * impls.size() + 1; ++i) out << "---:|";
+  out << "\n";
+  char buf[64];
+  for (const std::string& key : keys) {
+    auto& row = cells[key];
+    const Row* p = row.count(mine) ? row[mine] : nullptr;
+    const Row& any = *row.begin()->second;
+    out << "| " << any.shape << " | " << any.threads << " | " << any.unit << " |";
+    for (const auto& i : impls) {
+      std::snprintf(buf, sizeof buf, " %.1f |", row.count(i) ? row[i]->Rate() : 0.0);
+      out << buf;
+    }
+    const double ceil = Ceiling(any.unit == "GB/s" ? "GB/s" : "GFLOP/s", any.threads);
+    std::snprintf(buf, sizeof buf, " %.0f%% | %.0f%% |",
+                  p ? 100.0 * (p->s.max - p->s.min) / p->s.median : 0.0,
+                  p && ceil > 0 ? 100.0 * p->Rate() / ceil : 0.0);
+    out << buf;
+    for (const auto& i : impls) {
+      if (i == mine) continue;
+      std::snprintf(buf, sizeof buf, " %.2fx |",
+                    p && row.count(i) ? p->Rate() / row[i]->Rate() : 0.0);
+      out << buf;
+    }
+    out << "\n";
+  }
+}
+
+void WriteReports(const std::string& json_path, const std::string& md_path,
+                  const std::string& corename) {
+  WriteJson(json_path, corename);
+  std::ofstream out(md_path);
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) < 0) load[0] = -1;
+  out << "OpenBLAS: OPENBLAS_CORETYPE=" << std::getenv("OPENBLAS_CORETYPE") << " (core "
+      << corename << "). Medians of " << g_reps << " runs after one warm-up; load average at "
+      << "the end " << load[0] << ".\n\n### ceilings\n\n| ceiling | threads | median | min | max "
+      << "| unit |\n|---|---:|---:|---:|---:|---|\n";
+  char buf[256];
+  for (const Row& r : g_rows) {
+    if (r.group != "ceiling") continue;
+    std::snprintf(buf, sizeof buf, "| %s | %d | %.1f | %.1f | %.1f | %s |\n", r.shape.c_str(),
+                  r.threads, r.Rate(), r.work / r.s.max / 1e9, r.work / r.s.min / 1e9,
+                  r.unit.c_str());
+    out << buf;
+  }
+  for (const char* g : {"square", "llm", "gemv-l3", "gemv-dram", "epilogue", "swiglu"})
+    WriteGroupTable(out, g);
+  std::fprintf(stderr, "wrote %s and %s\n", json_path.c_str(), md_path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Debian's OpenBLAS (DYNAMIC_ARCH) picks its kernels when the library loads, and misdetects
+  // this CPU unless OPENBLAS_CORETYPE says otherwise: set it and restart before any call.
+  // SkylakeX: OpenBLAS 0.3.21's AVX-512 kernels (its Zen target is AVX2 only).
+  // PTOX_BENCH_OPENBLAS_CORE picks another.
+  const char* core = std::getenv("PTOX_BENCH_OPENBLAS_CORE");
+  core = core ? core : "SkylakeX";
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  if (set == nullptr || std::strcmp(set, core) != 0) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    execv("/proc/self/exe", argv);
+  }
+  std::string json = "matmul_bench.json", md = "matmul_bench.md", only, shape;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--json=", 0) == 0) json = s.substr(7);
+    else if (s.rfind("--md=", 0) == 0) md = s.substr(5);
+    else if (s.rfind("--only=", 0) == 0) only = s.substr(7);
+    else if (s.rfind("--shape=", 0) == 0) shape = s.substr(8);
+    else if (s.rfind("--reps=", 0) == 0) g_reps = std::max(10, std::atoi(s.c_str() + 7));
+  }
+  auto want = [&](const char* g) { return only.empty() || only.find(g) != std::string::npos; };
+  const std::string corename = openblas_get_corename();
+  std::fprintf(stderr, "OPENBLAS_CORETYPE=%s (OpenBLAS core: %s)\n",
+               std::getenv("OPENBLAS_CORETYPE"), corename.c_str());
+  for (int t : {1, 2}) {
+    MeasureFmaPeak(t);
+    if (want("gemv")) MeasureTriad(t);
+  }
+  long sm = 0, sk = 0, sn = 0;
+  if (std::sscanf(shape.c_str(), "%ldx%ldx%ld", &sm, &sk, &sn) == 3) {
+    for (int t : {1, 2}) BenchGemm("shape", sm, sk, sn, t);  // one shape only (--shape=MxKxN)
+    only = "none";
+  }
+  for (int t : {1, 2}) {
+    if (want("square"))
+      for (int64_t s : {256, 512, 1024, 2048, 4096}) BenchGemm("square", s, s, s, t);
+    if (want("llm"))
+      for (int64_t m : {16, 128})
+        for (auto [k, n] : {std::pair<int64_t, int64_t>{1024, 3072}, {2048, 6144}, {4096, 11008}})
+          BenchGemm("llm", m, k, n, t);
+    if (want("gemv")) {
+      BenchGemm("gemv-l3", 1, 1024, 3072, t);  // 12 MiB of weights: L3-resident
+      BenchGemm("gemv-dram", 1, 2048, 6144, t);   // 48 MiB of weights
+      BenchGemm("gemv-dram", 1, 4096, 11008, t);  // 172 MiB of weights: DRAM
+      BenchGemm("gemv-dram", 1, 8192, 11008, t);  // 344 MiB: past a 260 MB L3 too
+    }
+    if (want("epilogue")) BenchEpilogue(2048, t);
+    if (want("swiglu"))
+      for (int64_t m : {16, 128}) BenchSwiglu(m, 2048, 5632, t);
+  }
+  WriteReports(json, md, corename);
+  return 0;
+}

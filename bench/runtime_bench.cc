@@ -1,0 +1,318 @@
+// Task runtime benchmark: FMA peak (the ceiling, same run), a compute-bound tiled matmul through
+// ptox::Run on 1 and 2 worker threads (GFLOP/s, % of peak, scaling), per-task overhead.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ptox/ptox.h"
+#include "runtime/task_graph.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kReps = 15;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+Stats Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
+}
+
+// Runs `fn` once to warm up, then kReps times; seconds per call.
+Stats TimeIt(const std::function<void()>& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < kReps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(Seconds(a, Clock::now()));
+  }
+  return Summarize(t);
+}
+
+// One result row; `value` is in `unit`, larger-is-better for rates, smaller for times.
+struct Row {
+  std::string name, unit;
+  Stats s;
+  std::string note;  // e.g. "% of peak", ratios
+};
+
+// ---- Ceiling: register-blocked FMA loops -------------------------------------------------------
+
+constexpr int64_t kFmaIters = 20'000'000;
+
+// 12 independent accumulators cover FMA latency x throughput (4 cycles x 2 pipes) with room.
+__attribute__((target("avx512f"), noinline)) float FmaLoop512(int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"), noinline)) float FmaLoop256(int64_t iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+
+struct FmaKernel {
+  const char* isa;
+  int lanes;
+  float (*fn)(int64_t);
+};
+FmaKernel BestFma() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {"avx512", 16, &FmaLoop512};
+  return {"avx2", 8, &FmaLoop256};
+}
+
+std::atomic<float> g_sink{0};
+
+// GFLOP/s of `threads` threads each running the FMA loop at once.
+Row MeasureFma(const FmaKernel& k, int threads) {
+  const double flops = 2.0 * k.lanes * 12 * kFmaIters * threads;
+  Stats s = TimeIt([&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] { g_sink.store(k.fn(kFmaIters), std::memory_order_relaxed); });
+    for (std::thread& t : pool) t.join();
+  });
+  return {"FMA peak f32 (" + std::string(k.isa) + "), " + std::to_string(threads) + " thread" +
+              (threads > 1 ? "s" : ""),
+          "GFLOP/s",
+          {flops / s.median / 1e9, flops / s.max / 1e9, flops / s.min / 1e9},
+          "100%"};
+}
+
+// ---- Compute-bound tiled matmul through ptox::Run ---------------------------------------------
+
+// 1024^3 f32: 256 tasks, one per 64x64 output tile, each with a K loop of 64-wide slices.
+const char* kMatmul = R"(
+func @matmul(%a: in tensor<1024x1024xf32>, %b: in tensor<1024x1024xf32>, %c: out tensor<1024x1024xf32>) {
+  for %i = 0 to 1024 step 64 parallel {
+    for %j = 0 to 1024 step 64 parallel {
+      incore {
+        %zero = tile.full 0.0 : tile<64x64xf32>
+        %acc = for %k = 0 to 1024 step 64 iter(%p = %zero) {
+          %ta = tile.load %a[%i, %k] : tile<64x64xf32>
+          %tb = tile.load %b[%k, %j] : tile<64x64xf32>
+          %next = tile.matmul_acc %p, %ta, %tb
+          yield %next
+        }
+        tile.store %acc, %c[%i, %j]
+      }
+    }
+  }
+}
+)";
+
+ptox::Program MustParse(const char* text, const char* name) {
+  auto p = ptox::Program::Parse(text, name);
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, p.status().message().c_str());
+    std::exit(1);
+  }
+  return *p;
+}
+
+void MustRun(const ptox::Program& prog, const std::vector<ptox::Arg>& args,
+             const ptox::RunOptions& options) {
+  ptox::Status s = ptox::Run(prog, args, options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "run failed: %s\n", s.message().c_str());
+    std::exit(1);
+  }
+}
+
+// Matmul GFLOP/s with 1 and 2 threads; the runs alternate so load changes hit both alike.
+std::vector<Row> MeasureMatmul(const std::vector<Row>& peaks) {
+  const int64_t n = 1024;
+  ptox::Program prog = MustParse(kMatmul, "matmul");
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  for (int64_t i = 0; i < n * n; ++i) a[i] = 0.001f * (i % 997), b[i] = 0.002f * (i % 991);
+  std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {n, n}),
+                                 ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {n, n}),
+                                 ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {n, n})};
+  const double flops = 2.0 * n * n * n;
+  std::vector<double> t[2];
+  for (int rep = -1; rep < kReps; ++rep) {
+    for (int threads = 1; threads <= 2; ++threads) {
+      auto start = Clock::now();
+      MustRun(prog, args, {.target = "cpu", .num_threads = threads});
+      if (rep >= 0) t[threads - 1].push_back(Seconds(start, Clock::now()));
+    }
+  }
+  std::vector<Row> rows;
+  double gflops[2];
+  for (int k = 0; k < 2; ++k) {
+    Stats s = Summarize(t[k]);
+    gflops[k] = flops / s.median / 1e9;
+    char note[64];
+    std::snprintf(note, sizeof note, "%.0f%% of %d-thread peak",
+                  100 * gflops[k] / peaks[k].s.median, k + 1);
+    rows.push_back({"matmul 1024^3 f32, 64x64 tiles, K step 64 (cpu), " + std::to_string(k + 1) +
+                        " thread" + (k ? "s" : ""),
+                    "GFLOP/s",
+                    {gflops[k], flops / s.max / 1e9, flops / s.min / 1e9},
+                    note});
+  }
+  char note[96];
+  std::snprintf(note, sizeof note, "target >= 1.80; FMA peak scales %.2fx",
+                peaks[1].s.median / peaks[0].s.median);
+  Stats r1 = Summarize(t[0]), r2 = Summarize(t[1]);
+  rows.push_back({"matmul scaling 2 threads / 1 thread",
+                  "x",
+                  {gflops[1] / gflops[0], r1.min / r2.max, r1.max / r2.min},
+                  note});
+  return rows;
+}
+
+// ---- Per-task overhead -------------------------------------------------------------------------
+
+constexpr int64_t kTinyTasks = 100'000;
+
+// One 1x1 store per task into distinct elements: the cost is submission, dependency inference,
+// scheduling and the kernel call.
+const char* kTiny = R"(
+func @tiny(%y: out tensor<{N}xf32>) {
+  %n = tensor.dim %y, 0
+  for %i = 0 to %n step 1 parallel {
+    incore {
+      %t = tile.full 1.0 : tile<1x1xf32>
+      tile.store %t, %y[%i]
+    }
+  }
+}
+)";
+
+Row MeasureTinyRun(int threads) {
+  ptox::Program prog = MustParse(kTiny, "tiny");
+  std::vector<float> y(kTinyTasks);
+  std::vector<ptox::Arg> args = {
+      ptox::Tensor::Contiguous(y.data(), ptox::DType::kF32, {kTinyTasks})};
+  Stats s = TimeIt([&] { MustRun(prog, args, {.target = "cpu", .num_threads = threads}); });
+  const double us = 1e6 / kTinyTasks;
+  return {"per task, ptox::Run: 100k 1x1 stores, " + std::to_string(threads) + " thread" +
+              (threads > 1 ? "s" : ""),
+          "us/task",
+          {s.median * us, s.min * us, s.max * us},
+          "target <= 2"};
+}
+
+// The raw runtime: Submit of an empty std::function task (no accesses, or one distinct 1-element
+// write each) + scheduling + running it, through Graph::Wait.
+Row MeasureRawGraph(int threads, bool with_access) {
+  ptox::runtime::Executor executor(threads);
+  Stats s = TimeIt([&] {
+    ptox::runtime::Graph graph(executor);
+    for (int64_t i = 0; i < kTinyTasks; ++i) {
+      ptox::runtime::Task task;
+      task.run = [] { return std::string(); };
+      task.name = "empty";
+      if (with_access) {
+        ptox::runtime::Access a;
+        a.write = true;
+        a.element_bytes = 4;
+        a.box.rank = 1;
+        a.box.lo[0] = i, a.box.hi[0] = i + 1;
+        task.accesses.push_back(a);
+      }
+      graph.Submit(std::move(task));
+    }
+    if (!graph.Wait().ok()) std::exit(1);
+  });
+  const double us = 1e6 / kTinyTasks;
+  return {std::string("per task, runtime::Graph: empty task") +
+              (with_access ? " + 1 write region" : "") + ", " + std::to_string(threads) +
+              " thread" + (threads > 1 ? "s" : ""),
+          "us/task",
+          {s.median * us, s.min * us, s.max * us},
+          "target <= 2"};
+}
+
+// ---- Report ------------------------------------------------------------------------------------
+
+void Report(const std::vector<Row>& rows, const std::string& json_path, FILE* md) {
+  std::fprintf(md, "| benchmark | median | min | max | unit | note |\n");
+  std::fprintf(md, "|---|---:|---:|---:|---|---|\n");
+  std::string json = "{\n  \"reps\": " + std::to_string(kReps) + ",\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(md, "| %s | %.3f | %.3f | %.3f | %s | %s |\n", r.name.c_str(), r.s.median, r.s.min,
+                 r.s.max, r.unit.c_str(), r.note.c_str());
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "    {\"name\": \"%s\", \"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, "
+                  "\"max\": %.6g, \"note\": \"%s\"}%s\n",
+                  r.name.c_str(), r.unit.c_str(), r.s.median, r.s.min, r.s.max, r.note.c_str(),
+                  i + 1 < rows.size() ? "," : "");
+    json += buf;
+  }
+  json += "  ]\n}\n";
+  if (!json_path.empty()) std::ofstream(json_path) << json;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "runtime_bench.json", md_path, only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--json=", 0) == 0)
+      json_path = a.substr(7);
+    else if (a.rfind("--md=", 0) == 0)
+      md_path = a.substr(5);
+    else if (a.rfind("--only=", 0) == 0)
+      only = a.substr(7);
+    else {
+      std::fprintf(stderr, "usage: %s [--json=FILE] [--md=FILE] [--only=matmul|overhead]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  std::vector<Row> rows;
+  if (only.empty() || only == "matmul") {
+    FmaKernel k = BestFma();
+    std::vector<Row> peaks = {MeasureFma(k, 1), MeasureFma(k, 2)};
+    rows.insert(rows.end(), peaks.begin(), peaks.end());
+    std::vector<Row> mm = MeasureMatmul(peaks);
+    rows.insert(rows.end(), mm.begin(), mm.end());
+  }
+  if (only.empty() || only == "overhead") {
+    for (int threads : {1, 2}) rows.push_back(MeasureTinyRun(threads));
+    for (bool access : {false, true})
+      for (int threads : {1, 2}) rows.push_back(MeasureRawGraph(threads, access));
+  }
+  FILE* md = md_path.empty() ? stdout : std::fopen(md_path.c_str(), "w");
+  Report(rows, json_path, md);
+  if (md != stdout) std::fclose(md);
+  return 0;
+}
