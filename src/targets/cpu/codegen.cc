@@ -154,6 +154,25 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     }
     vars.push_back(v);
   }
+  // A carried tile updated by matmul_acc (the K loop of a matmul) accumulates in place: the op
+  // writes the loop variable itself, so neither the op nor the yield copies the tile.
+  if (!f.body().empty() && f.body().back()->kind() == ir::StmtKind::kYield) {
+    const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
+    for (size_t i = 0; i < yields.size(); ++i) {
+      if (!yields[i].is_value() || !f.iter_args()[i]->type.is_tile()) continue;
+      auto it = producer_.find(yields[i].value().get());
+      if (it == producer_.end() || ir::FamilyOf(it->second->op()) != ir::OpFamily::kMatmulAcc)
+        continue;
+      const ir::Operand& acc = it->second->args()[0];
+      bool only_use = uses_[f.iter_args()[i].get()].size() == 1;
+      bool in_body = false;
+      for (const ir::StmtRef& st : f.body()) in_body |= st.get() == it->second;
+      if (acc.is_value() && acc.value() == f.iter_args()[i] && only_use && in_body) {
+        Alias(yields[i].value(), vars[i]);
+        in_place_.insert(yields[i].value().get());
+      }
+    }
+  }
   std::string iv = Name(f.iv());
   Line(depth, "{");
   Line(depth + 1, fmt::format("const int64_t lb = {}, ub = {}, step = {};", Operand(f.lb()),
@@ -242,7 +261,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     if (family != ir::OpFamily::kDim) Check(depth);
     return;
   }
-  Line(depth, fmt::format("{} {};", TypeName(rt), r));
+  if (!in_place_.count(res.get())) Line(depth, fmt::format("{} {};", TypeName(rt), r));
   std::string call;
   switch (family) {
     case ir::OpFamily::kLoad: {

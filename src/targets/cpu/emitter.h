@@ -70,6 +70,8 @@ class Emitter {
   std::unordered_map<const ir::ValueNode*, std::vector<UseSite>> uses_;
   std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
+  // Tile results written straight into a loop-carried variable (declared by the loop).
+  std::unordered_set<const ir::ValueNode*> in_place_;
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted
 };
