@@ -136,8 +136,9 @@ TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
 
 // Each task adds its id to the cells it writes after reading them: with correct dependencies the
 // result equals sequential execution, for any thread count.
-std::vector<int64_t> RunRandomProgram(int threads, int tasks, uint32_t seed) {
-  std::vector<int64_t> cells(64, 0);
+// (Unsigned cells: the arithmetic wraps, which is defined.)
+std::vector<uint64_t> RunRandomProgram(int threads, int tasks, uint32_t seed) {
+  std::vector<uint64_t> cells(64, 0);
   Executor ex(threads);
   Graph g(ex);
   std::mt19937 rng(seed);
@@ -149,9 +150,9 @@ std::vector<int64_t> RunRandomProgram(int threads, int tasks, uint32_t seed) {
     wb.rank = rb.rank = 1;
     wb.lo[0] = lo, wb.hi[0] = hi, rb.lo[0] = rlo, rb.hi[0] = rhi;
     g.Submit(T({R(0, rb), W(0, wb)}, [&cells, lo, hi, rlo, rhi, i] {
-      int64_t s = 0;
+      uint64_t s = 0;
       for (int k = rlo; k < rhi; ++k) s += cells[k];
-      for (int k = lo; k < hi; ++k) cells[k] = cells[k] * 3 + s % 7 + i;
+      for (int k = lo; k < hi; ++k) cells[k] = cells[k] * 3 + s % 7 + static_cast<uint64_t>(i);
       return std::string();
     }));
   }
