@@ -114,14 +114,15 @@ Row MeasureFma(const FmaKernel& k, int threads) {
 
 // ---- Compute-bound tiled matmul through ptox::Run ---------------------------------------------
 
-// 1024^3 f32: 256 tasks, one per 64x64 output tile, each with a K loop of 64-wide slices.
+// NxNxN f32 (N = 1024: 256 tasks), one task per 64x64 output tile, each with a K loop of 64-wide
+// slices; "NN" is replaced by N.
 const char* kMatmul = R"(
-func @matmul(%a: in tensor<1024x1024xf32>, %b: in tensor<1024x1024xf32>, %c: out tensor<1024x1024xf32>) {
-  for %i = 0 to 1024 step 64 parallel {
-    for %j = 0 to 1024 step 64 parallel {
+func @matmul(%a: in tensor<NNxNNxf32>, %b: in tensor<NNxNNxf32>, %c: out tensor<NNxNNxf32>) {
+  for %i = 0 to NN step 64 parallel {
+    for %j = 0 to NN step 64 parallel {
       incore {
         %zero = tile.full 0.0 : tile<64x64xf32>
-        %acc = for %k = 0 to 1024 step 64 iter(%p = %zero) {
+        %acc = for %k = 0 to NN step 64 iter(%p = %zero) {
           %ta = tile.load %a[%i, %k] : tile<64x64xf32>
           %tb = tile.load %b[%k, %j] : tile<64x64xf32>
           %next = tile.matmul_acc %p, %ta, %tb
@@ -152,46 +153,86 @@ void MustRun(const ptox::Program& prog, const std::vector<ptox::Arg>& args,
   }
 }
 
-// Matmul GFLOP/s with 1 and 2 threads; the runs alternate so load changes hit both alike.
-std::vector<Row> MeasureMatmul(const std::vector<Row>& peaks) {
-  const int64_t n = 1024;
-  ptox::Program prog = MustParse(kMatmul, "matmul");
+// One traced matmul run: wall time, the graph's span (graph start to the last task's end: the
+// runtime's share of the wall; the rest is the per-Run lowering for the cache key, argument
+// checks and launch), task times and the sum of task times.
+struct MatmulRun {
+  double wall_us = 0, span_us = 0, busy_us = 0;
+  std::vector<double> task_us;
+};
+MatmulRun RunMatmulOnce(const ptox::Program& prog, const std::vector<ptox::Arg>& args,
+                        int threads) {
+  std::vector<ptox::TaskTrace> trace;
+  auto start = Clock::now();
+  MustRun(prog, args, {.target = "cpu", .num_threads = threads, .trace = &trace});
+  MatmulRun r;
+  r.wall_us = Seconds(start, Clock::now()) * 1e6;
+  for (const ptox::TaskTrace& t : trace) {
+    r.task_us.push_back(t.end_us - t.start_us);
+    r.busy_us += t.end_us - t.start_us;
+    r.span_us = std::max(r.span_us, t.end_us);
+  }
+  return r;
+}
+
+std::string Threads(int n) { return std::to_string(n) + (n > 1 ? " threads" : " thread"); }
+
+// Matmul GFLOP/s with 1 and 2 threads (the runs alternate so load changes hit both alike), the
+// 2/1 scaling end to end and inside the graph, and where the time goes.
+std::vector<Row> MeasureMatmul(const std::vector<Row>& peaks, int64_t n) {
+  std::string text = kMatmul;
+  for (size_t p = text.find("NN"); p != std::string::npos; p = text.find("NN", p))
+    text.replace(p, 2, std::to_string(n));
+  ptox::Program prog = MustParse(text.c_str(), "matmul");
+  const std::string size = std::to_string(n) + "^3";
   std::vector<float> a(n * n), b(n * n), c(n * n);
   for (int64_t i = 0; i < n * n; ++i) a[i] = 0.001f * (i % 997), b[i] = 0.002f * (i % 991);
   std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {n, n}),
                                  ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {n, n}),
                                  ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {n, n})};
-  const double flops = 2.0 * n * n * n;
-  std::vector<double> t[2];
+  const double gflop = 2.0 * n * n * n / 1e9;
+  std::vector<double> wall[2], span[2], task[2], busy[2];
   for (int rep = -1; rep < kReps; ++rep) {
-    for (int threads = 1; threads <= 2; ++threads) {
-      auto start = Clock::now();
-      MustRun(prog, args, {.target = "cpu", .num_threads = threads});
-      if (rep >= 0) t[threads - 1].push_back(Seconds(start, Clock::now()));
+    for (int k = 0; k < 2; ++k) {
+      MatmulRun r = RunMatmulOnce(prog, args, k + 1);
+      if (rep < 0) continue;  // warm-up
+      wall[k].push_back(r.wall_us), span[k].push_back(r.span_us);
+      busy[k].push_back(100 * r.busy_us / ((k + 1) * r.span_us));
+      task[k].insert(task[k].end(), r.task_us.begin(), r.task_us.end());
     }
   }
   std::vector<Row> rows;
-  double gflops[2];
+  Stats w[2] = {Summarize(wall[0]), Summarize(wall[1])};
+  Stats sp[2] = {Summarize(span[0]), Summarize(span[1])};
   for (int k = 0; k < 2; ++k) {
-    Stats s = Summarize(t[k]);
-    gflops[k] = flops / s.median / 1e9;
+    const double g = gflop / (w[k].median * 1e-6);
     char note[64];
-    std::snprintf(note, sizeof note, "%.0f%% of %d-thread peak",
-                  100 * gflops[k] / peaks[k].s.median, k + 1);
-    rows.push_back({"matmul 1024^3 f32, 64x64 tiles, K step 64 (cpu), " + std::to_string(k + 1) +
-                        " thread" + (k ? "s" : ""),
+    std::snprintf(note, sizeof note, "%.0f%% of %s peak", 100 * g / peaks[k].s.median,
+                  Threads(k + 1).c_str());
+    rows.push_back({"matmul " + size + " f32, 64x64 tiles, K step 64 (cpu), " + Threads(k + 1),
                     "GFLOP/s",
-                    {gflops[k], flops / s.max / 1e9, flops / s.min / 1e9},
+                    {g, gflop / (w[k].max * 1e-6), gflop / (w[k].min * 1e-6)},
                     note});
   }
   char note[96];
   std::snprintf(note, sizeof note, "target >= 1.80; FMA peak scales %.2fx",
                 peaks[1].s.median / peaks[0].s.median);
-  Stats r1 = Summarize(t[0]), r2 = Summarize(t[1]);
-  rows.push_back({"matmul scaling 2 threads / 1 thread",
+  rows.push_back({"matmul " + size + " scaling 2 threads / 1 thread, end to end",
                   "x",
-                  {gflops[1] / gflops[0], r1.min / r2.max, r1.max / r2.min},
+                  {w[0].median / w[1].median, w[0].min / w[1].max, w[0].max / w[1].min},
                   note});
+  rows.push_back({"matmul " + size + " scaling 2 threads / 1 thread, inside the graph",
+                  "x",
+                  {sp[0].median / sp[1].median, sp[0].min / sp[1].max, sp[0].max / sp[1].min},
+                  "graph start to last task end"});
+  for (int k = 0; k < 2; ++k) {
+    char busy_note[96];
+    std::snprintf(busy_note, sizeof busy_note,
+                  "workers busy %.0f%% of the graph span; wall - span = %.0f us",
+                  Summarize(busy[k]).median, w[k].median - sp[k].median);
+    rows.push_back(
+        {"matmul " + size + " task time, " + Threads(k + 1), "us", Summarize(task[k]), busy_note});
+  }
   return rows;
 }
 
@@ -225,6 +266,16 @@ Row MeasureTinyRun(int threads) {
           "us/task",
           {s.median * us, s.min * us, s.max * us},
           "target <= 2"};
+}
+
+// The fixed cost of one ptox::Run (compile-cache lookup, argument checks, launch, one 1x1 task).
+Row MeasureRunFixedCost() {
+  ptox::Program prog = MustParse(kTiny, "tiny");
+  float y = 0;
+  std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(&y, ptox::DType::kF32, {1})};
+  Stats s = TimeIt([&] { MustRun(prog, args, {.target = "cpu", .num_threads = 1}); });
+  return {
+      "fixed cost of one ptox::Run (1 task)", "us", {s.median * 1e6, s.min * 1e6, s.max * 1e6}, ""};
 }
 
 // The raw runtime: Submit of an empty std::function task (no accesses, or one distinct 1-element
@@ -303,10 +354,13 @@ int main(int argc, char** argv) {
     FmaKernel k = BestFma();
     std::vector<Row> peaks = {MeasureFma(k, 1), MeasureFma(k, 2)};
     rows.insert(rows.end(), peaks.begin(), peaks.end());
-    std::vector<Row> mm = MeasureMatmul(peaks);
-    rows.insert(rows.end(), mm.begin(), mm.end());
+    for (int64_t n : {1024, 2048}) {
+      std::vector<Row> mm = MeasureMatmul(peaks, n);
+      rows.insert(rows.end(), mm.begin(), mm.end());
+    }
   }
   if (only.empty() || only == "overhead") {
+    rows.push_back(MeasureRunFixedCost());
     for (int threads : {1, 2}) rows.push_back(MeasureTinyRun(threads));
     for (bool access : {false, true})
       for (int threads : {1, 2}) rows.push_back(MeasureRawGraph(threads, access));
