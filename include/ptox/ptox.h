@@ -54,7 +54,11 @@ class Program {
   const ir::Module& module() const { return *module_; }
 
  private:
+  friend Status Run(const Program& program, const std::vector<Arg>& args,
+                    const struct RunOptions& options);
+  struct Compiled;  // executables compiled for this program, per (function, target)
   std::shared_ptr<const ir::Module> module_;
+  std::shared_ptr<Compiled> compiled_;
 };
 
 // One task of a run on a compiled target (traces and profiles).

@@ -1,5 +1,7 @@
 // The public API (ptox/ptox.h): the one place where compiler exceptions become Status.
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "driver/cache.h"
@@ -45,11 +47,21 @@ const ir::Func* Entry(const ir::Module& m, std::string_view name) {
 
 }  // namespace
 
+// Executables already compiled for a program: a second Run costs a map lookup, not lowering
+// and code generation (the compile cache key is a hash of the generated source).
+struct Program::Compiled {
+  std::mutex mu;
+  std::map<std::pair<const ir::Func*, const targets::Target*>,
+           std::shared_ptr<const targets::Executable>>
+      executables;
+};
+
 Result<Program> Program::FromModule(ir::Module module) {
   Program p;
   Status s = Guard([&] {
     ir::Verify(module);
     p.module_ = std::make_shared<const ir::Module>(std::move(module));
+    p.compiled_ = std::make_shared<Compiled>();
   });
   if (!s.ok()) return s;
   return p;
@@ -226,6 +238,8 @@ std::vector<std::string> AvailableTargets() {
 
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options) {
   return Guard([&] {
+    PTOX_CHECK(program.module_ != nullptr, Span{})
+        << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
     const ir::Func* f = Entry(program.module(), options.function);
     if (options.target == "interp") {
       interp::Run(*f, args);
@@ -237,7 +251,14 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     targets::RunContext ctx{options.num_threads, options.check_nan,
                             options.trace ? &records : nullptr, {}};
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
-    driver::Compile(target, *f)->Run(args, ctx);
+    std::shared_ptr<const targets::Executable> exe;
+    {
+      std::lock_guard<std::mutex> lock(program.compiled_->mu);
+      auto& slot = program.compiled_->executables[{f, &target}];
+      if (!slot) slot = driver::Compile(target, *f);
+      exe = slot;
+    }
+    exe->Run(args, ctx);
     if (options.trace) {
       options.trace->clear();
       for (const auto& r : records) {

@@ -255,8 +255,9 @@ Status Graph::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return in_flight_ == 0; });
   if (failure_.empty()) return Status::Ok();
-  return Status(StatusCode::kRuntime, "runtime error: " + failure_ + " (" +
-                                          std::to_string(cancelled_) + " tasks cancelled)");
+  const std::string cancelled =
+      cancelled_ == 1 ? "1 task cancelled" : std::to_string(cancelled_) + " tasks cancelled";
+  return Status(StatusCode::kRuntime, "runtime error: " + failure_ + " (" + cancelled + ")");
 }
 
 std::vector<std::pair<TaskId, TaskId>> Graph::Edges() const {
