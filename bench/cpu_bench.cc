@@ -196,9 +196,10 @@ Row MeasureKernel(const std::string& name, const ptox::Program& prog,
 void MeasureChain(ptox::DType dt, const char* dname, std::vector<Row>* rows) {
   const int64_t esize = dt == ptox::DType::kBF16 ? 2 : 4;
   const int64_t n = 4096, m = 128 * kMiB / esize / n;  // 4 x 128 MiB: past the 260 MB L3
-  // Tiles of whole-ish rows keep few concurrent memory streams (3 inputs + 1 output), which the
-  // hardware prefetcher follows; PTOX_BENCH_CHAIN_TILE=RxC overrides for experiments.
-  std::string tr = "1", tc = "8192";
+  // Whole rows (contiguous streams the prefetcher follows), 32 of them per task so the task
+  // runtime's per-task cost (~3 us with 4 regions) is amortized; the fused loop materializes
+  // nothing, so the tile size costs no memory. PTOX_BENCH_CHAIN_TILE=RxC overrides.
+  std::string tr = "32", tc = "8192";
   if (const char* env = std::getenv("PTOX_BENCH_CHAIN_TILE")) {
     std::string t = env;
     tr = t.substr(0, t.find('x')), tc = t.substr(t.find('x') + 1);
@@ -218,8 +219,8 @@ void MeasureRowKernels(ptox::DType dt, const char* dname, std::vector<Row>* rows
   const int64_t esize = dt == ptox::DType::kBF16 ? 2 : 4;
   const int64_t n = 256 * kMiB / esize / 4096;  // 2 x 256 MiB: past the 260 MB L3
   Buffer x(n * 4096, dt), w(4096, dt), y(n * 4096, dt);
-  // One row per tile: the fewest concurrent memory streams (see MeasureChain).
-  std::string tr = "1";
+  // 16 whole rows per task (see MeasureChain); the materialized tiles are 256 KiB.
+  std::string tr = "16";
   if (const char* env = std::getenv("PTOX_BENCH_ROW_TILE_ROWS")) tr = env;
   ptox::Program sm = MustParse(Replace(Replace(kSoftmax, "DT", dname), "TR", tr), "softmax");
   const std::string shape = std::string(dname) + " 2 x 256 MiB, " + tr + "x4096 tiles";

@@ -151,10 +151,7 @@ struct Graph::Node {
 Graph::Graph(Executor& executor, bool record)
     : executor_(executor), record_(record), start_(std::chrono::steady_clock::now()) {}
 
-Graph::~Graph() {
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return in_flight_ == 0; });
-}
+Graph::~Graph() { executor_.RunUntil(this, 0); }
 
 double Graph::NowUs() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
@@ -165,7 +162,9 @@ TaskId Graph::Submit(Task task) {
   std::unique_lock<std::mutex> lock(mu_);
   if (in_flight_ >= kMaxInFlight) {
     submit_waiting_ = true;
-    done_cv_.wait(lock, [&] { return in_flight_ <= kLowWater; });
+    lock.unlock();
+    executor_.RunUntil(this, kLowWater);
+    lock.lock();
     submit_waiting_ = false;
   }
   auto node = std::make_unique<Node>();
@@ -180,6 +179,7 @@ TaskId Graph::Submit(Task task) {
     return n->id;
   }
   ++in_flight_;
+  in_flight_count_.fetch_add(1, std::memory_order_relaxed);
   n->pending = 1;  // held until every edge is in place
   auto add_edge = [&](Node* before) {
     if (before->done || before == n) return;
@@ -224,6 +224,7 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
   std::unique_lock<std::mutex> lock(mu_);
   node->done = true;
   --in_flight_;
+  in_flight_count_.fetch_sub(1, std::memory_order_release);
   ++finished_;
   Forget(*node);
   if (start_us < 0) ++cancelled_;
@@ -244,16 +245,17 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
   node->task.run = nullptr;  // free captured arguments early
   // Wake Wait() / ~Graph() when the graph drains, Submit() when the window reaches its low mark;
   // not on every task (each wake-up costs a futex call and a context switch).
-  if (in_flight_ == 0 || (submit_waiting_ && in_flight_ <= kLowWater)) done_cv_.notify_all();
+  const bool wake = in_flight_ == 0 || (submit_waiting_ && in_flight_ <= kLowWater);
   lock.unlock();
+  if (wake) executor_.Wake();
   // Queued outside mu_ (shorter critical sections). The graph is alive here when `ready` is not
   // empty: those nodes are in flight, so Wait() and ~Graph() cannot return yet.
   if (!ready.empty()) executor_.Push(this, ready.data(), ready.size());
 }
 
 Status Graph::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  executor_.RunUntil(this, 0);
+  std::lock_guard<std::mutex> lock(mu_);
   if (failure_.empty()) return Status::Ok();
   const std::string cancelled =
       cancelled_ == 1 ? "1 task cancelled" : std::to_string(cancelled_) + " tasks cancelled";
@@ -267,7 +269,8 @@ std::vector<std::pair<TaskId, TaskId>> Graph::Edges() const {
 
 Executor::Executor(int threads) {
   if (threads <= 0) threads = DefaultThreads();
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  // Worker i is thread i; the waiting caller is thread `threads - 1`.
+  for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 Executor::~Executor() {
@@ -305,6 +308,22 @@ void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
   }
 }
 
+void Executor::Run(std::pair<Graph*, Graph::Node*> item, int worker) {
+  auto [graph, node] = item;
+  if (graph->failed_.load(std::memory_order_acquire)) {  // the graph failed: cancel
+    graph->Finish(node, "", worker, -1, -1);
+    return;
+  }
+  double start = graph->NowUs();
+  std::string error;
+  try {
+    error = node->task.run();
+  } catch (const std::exception& e) {
+    error = std::string("exception: ") + e.what();
+  }
+  graph->Finish(node, error, worker, start, graph->NowUs());
+}
+
 void Executor::WorkerLoop(int worker) {
   for (;;) {
     std::pair<Graph*, Graph::Node*> item;
@@ -315,20 +334,29 @@ void Executor::WorkerLoop(int worker) {
       item = ready_.front();
       ready_.pop_front();
     }
-    auto [graph, node] = item;
-    if (graph->failed_.load(std::memory_order_acquire)) {  // the graph failed: cancel
-      graph->Finish(node, "", worker, -1, -1);
-      continue;
-    }
-    double start = graph->NowUs();
-    std::string error;
-    try {
-      error = node->task.run();
-    } catch (const std::exception& e) {
-      error = std::string("exception: ") + e.what();
-    }
-    graph->Finish(node, error, worker, start, graph->NowUs());
+    Run(item, worker);
   }
+}
+
+void Executor::RunUntil(Graph* graph, int64_t limit) {
+  const int me = static_cast<int>(workers_.size());
+  auto done = [&] { return graph->in_flight_count_.load(std::memory_order_acquire) <= limit; };
+  for (;;) {
+    std::pair<Graph*, Graph::Node*> item;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return done() || !ready_.empty(); });
+      if (done()) return;
+      item = ready_.front();
+      ready_.pop_front();
+    }
+    Run(item, me);
+  }
+}
+
+void Executor::Wake() {
+  { std::lock_guard<std::mutex> lock(mu_); }  // a sleeper has either checked or will see it
+  cv_.notify_all();
 }
 
 }  // namespace ptox::runtime

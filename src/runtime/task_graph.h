@@ -96,25 +96,30 @@ class Graph {
   Executor& executor_;
   const bool record_;
   mutable std::mutex mu_;
-  std::condition_variable done_cv_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<TaskRecord> records_;
   int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
-  bool submit_waiting_ = false;  // Submit() sleeps until the window drains to its low mark
+  // in_flight_, readable under the executor's mutex (a thread waiting for this graph sleeps on
+  // the executor's condition variable, so it can also run ready tasks).
+  std::atomic<int64_t> in_flight_count_{0};
+  bool submit_waiting_ = false;  // Submit() helps until the window drains to its low mark
   std::string failure_;
   std::atomic<bool> failed_{false};  // !failure_.empty(), readable without mu_ by workers
   std::chrono::steady_clock::time_point start_;
 };
 
-// A fixed pool of worker threads (one per core by default; PTOX_NUM_THREADS overrides). Idle
-// workers sleep on a condition variable: no busy-waiting.
+// A fixed pool of `threads` threads (one per core by default; PTOX_NUM_THREADS overrides): the
+// thread that waits for a graph (in Graph::Wait, or in Submit when the window is full) runs ready
+// tasks itself, so there are threads - 1 worker threads — with one thread, tasks run on the
+// caller with no hand-off between cores. Idle threads sleep on a condition variable: no
+// busy-waiting.
 class Executor {
  public:
   explicit Executor(int threads = 0);
   ~Executor();
-  int threads() const { return static_cast<int>(workers_.size()); }
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
   // The process-wide executor used by ptox::Run.
   static Executor& Default();
   // PTOX_NUM_THREADS when set (>= 1), else the hardware threads.
@@ -125,6 +130,12 @@ class Executor {
   // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's mutex.
   void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
+  // The calling thread runs ready tasks (of any graph) until `graph` has at most `limit` tasks
+  // in flight.
+  void RunUntil(Graph* graph, int64_t limit);
+  // Wakes threads sleeping in RunUntil (a graph drained or its window opened).
+  void Wake();
+  static void Run(std::pair<Graph*, Graph::Node*> item, int worker);
 
   std::mutex mu_;
   std::condition_variable cv_;
