@@ -1,5 +1,6 @@
 // CPU backend benchmark: single-thread memory-bound kernels as a share of the same-run triad
 // bandwidth, and compile latency (cold miss, cache hit from process start). See bench/README.md.
+#include "bench/bench_util.h"
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -21,26 +22,14 @@
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ptox::bench::Clock;
+using ptox::bench::Seconds;
+using ptox::bench::Stats;
+using ptox::bench::Summarize;
 extern "C" char** environ;
 
 constexpr int kReps = 15;  // >= 10 measured repetitions after one warm-up, per DESIGN.md
 constexpr int64_t kMiB = 1 << 20;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// Median, min and max of a sample (seconds or any unit).
-struct Stats {
-  double median = 0, min = 0, max = 0;
-};
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  return {med, v.front(), v.back()};
-}
 
 // Runs `fn` once to warm up, then kReps times; the times in seconds.
 Stats TimeIt(const std::function<void()>& fn, int reps = kReps) {

@@ -1,5 +1,6 @@
 // Matmul benchmark: ptox tile programs vs oneDNN, OpenBLAS and Eigen at 1 and 2 threads, as
 // GFLOP/s and a share of the same-run FMA peak (GEMV: GB/s vs triad). See bench/README.md.
+#include "bench/bench_util.h"
 #include <cblas.h>
 #include <omp.h>
 #include <unistd.h>
@@ -27,14 +28,14 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using ptox::bench::Clock;
+using ptox::bench::Seconds;
+using ptox::bench::Stats;
+using ptox::bench::Summarize;
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 int g_reps = 10;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
 
-struct Stats {
-  double median = 0, min = 0, max = 0;  // seconds
-};
 
 Stats TimeIt(const std::function<void()>& fn) {
   fn();
@@ -44,9 +45,7 @@ Stats TimeIt(const std::function<void()>& fn) {
     fn();
     t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
   }
-  std::sort(t.begin(), t.end());
-  const size_t n = t.size();
-  return {n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t.front(), t.back()};
+  return Summarize(std::move(t));
 }
 
 // One measurement: `work` is flops (GFLOP/s rows) or bytes (GB/s rows) per run.

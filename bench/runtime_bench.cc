@@ -1,5 +1,6 @@
 // Task runtime benchmark: FMA peak (the ceiling, same run), a compute-bound tiled matmul through
 // ptox::Run on 1 and 2 worker threads (GFLOP/s, % of peak, scaling), per-task overhead.
+#include "bench/bench_util.h"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,22 +19,12 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using ptox::bench::Clock;
+using ptox::bench::Seconds;
+using ptox::bench::Stats;
+using ptox::bench::Summarize;
 
 constexpr int kReps = 15;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-struct Stats {
-  double median = 0, min = 0, max = 0;
-};
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
-}
 
 // Runs `fn` once to warm up, then kReps times; seconds per call.
 Stats TimeIt(const std::function<void()>& fn) {
