@@ -4,10 +4,12 @@
 #include "kernels/cpu/core.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/layout.h"
-#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/memory.h"
-// Generated kernels without reductions define PTOX_CPU_NO_REDUCE: reduce.h pulls in Highway, whose
-// parse time dominates the cold compile of small kernels.
+// Generated kernels include only the heavy headers they use: reduce.h pulls in Highway and
+// matmul.h the x86 intrinsics, whose parse time dominates the cold compile of small kernels.
+#ifndef PTOX_CPU_NO_MATMUL
+#include "kernels/cpu/matmul.h"
+#endif
 #ifndef PTOX_CPU_NO_REDUCE
 #include "kernels/cpu/reduce.h"
 #endif

@@ -74,6 +74,7 @@ class Emitter {
   std::unordered_set<const ir::ValueNode*> in_place_;
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted
+  bool uses_matmul_ = false;  // an op of kernels/cpu/matmul.h was emitted
 };
 
 }  // namespace ptox::targets::cpu
