@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
+# Every example on the reference interpreter and natively on the best CPU target, with --check.
 bash scripts/run_examples.sh build/release/ptox "$@"

@@ -5,7 +5,7 @@ set -uo pipefail
 ptox=${1:?usage: run_examples.sh PTOX [TARGET...]}
 shift
 targets=("$@")
-((${#targets[@]})) || targets=(interp)
+((${#targets[@]})) || targets=(interp cpu)
 cd "$(dirname "$0")/.."
 failed=0
 for f in examples/*.pto; do
@@ -13,7 +13,9 @@ for f in examples/*.pto; do
   for t in "${targets[@]}"; do
     echo "== $f ($t)"
     # shellcheck disable=SC2086
-    if ! "$ptox" run "$f" --target="$t" $extra; then
+    check=""
+    [ "$t" = interp ] || check="--check"  # compiled targets are also compared with the interpreter
+    if ! "$ptox" run "$f" --target="$t" $extra $check; then
       echo "FAILED: $f ($t)" >&2
       failed=1
     fi
