@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 namespace ptox::bench {
@@ -21,6 +22,18 @@ inline Stats Summarize(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
+}
+
+// Runs `fn` once to warm up, then `reps` times (DESIGN.md: >= 10); the times in seconds.
+inline Stats TimeIt(const std::function<void()>& fn, int reps) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(Seconds(a, Clock::now()));
+  }
+  return Summarize(t);
 }
 
 }  // namespace ptox::bench

@@ -31,16 +31,8 @@ extern "C" char** environ;
 constexpr int kReps = 15;  // >= 10 measured repetitions after one warm-up, per DESIGN.md
 constexpr int64_t kMiB = 1 << 20;
 
-// Runs `fn` once to warm up, then kReps times; the times in seconds.
 Stats TimeIt(const std::function<void()>& fn, int reps = kReps) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto a = Clock::now();
-    fn();
-    t.push_back(Seconds(a, Clock::now()));
-  }
-  return Summarize(t);
+  return ptox::bench::TimeIt(fn, reps);
 }
 
 struct Row {

@@ -26,16 +26,8 @@ using ptox::bench::Summarize;
 
 constexpr int kReps = 15;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
 
-// Runs `fn` once to warm up, then kReps times; seconds per call.
-Stats TimeIt(const std::function<void()>& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < kReps; ++i) {
-    auto a = Clock::now();
-    fn();
-    t.push_back(Seconds(a, Clock::now()));
-  }
-  return Summarize(t);
+Stats TimeIt(const std::function<void()>& fn, int reps = kReps) {
+  return ptox::bench::TimeIt(fn, reps);
 }
 
 // One result row; `value` is in `unit`, larger-is-better for rates, smaller for times.

@@ -12,41 +12,13 @@
 #include <vector>
 
 #include "support/subprocess.h"
+#include "tests/common/files.h"
 
 namespace ptox::cli::testing {
 
-// A fresh directory under $TMPDIR, removed with its contents at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ptox_cli_XXXXXX").string();
-    char* made = mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ptox::testing::ReadFile;
+using ptox::testing::TempDir;
+using ptox::testing::WriteFile;
 
 // Runs `ptox args...`; fails the test when the binary cannot be started or times out.
 inline ProcessResult Ptox(const std::vector<std::string>& args) {

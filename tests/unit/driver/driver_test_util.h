@@ -18,32 +18,15 @@
 
 #include "ptox/ptox.h"
 #include "support/subprocess.h"
+#include "tests/common/files.h"
 
 namespace ptox::driver::testing {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under $TMPDIR, removed with its contents at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ptox_driver_XXXXXX").string();
-    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ptox::testing::ReadFile;
+using ptox::testing::TempDir;
+using ptox::testing::WriteFile;
 
 // Sets (or, with nullopt, unsets) an environment variable for the scope; restores it after.
 class ScopedEnv {
@@ -64,19 +47,6 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> old_;
 };
-
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The sorted file names in `dir` (empty when it does not exist).
 inline std::vector<std::string> ListDir(const std::string& dir) {
