@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --build --preset release --target ptox_cli  # the CLI is all the examples need
 # Every example on the reference interpreter and natively on the best CPU target, with --check.
 bash scripts/run_examples.sh build/release/ptox "$@"
