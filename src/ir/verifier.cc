@@ -22,11 +22,31 @@
 namespace ptox::ir {
 namespace {
 
+// Names the text form can read back (see the lexer): functions [A-Za-z0-9_.]+, dimension
+// symbols [A-Za-z_][A-Za-z0-9_]*. IR built in C++ could hold anything.
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+bool IsFuncName(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!IsNameChar(c) && c != '.') return false;
+  return true;
+}
+bool IsSymbolName(const std::string& s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s)
+    if (!IsNameChar(c)) return false;
+  return true;
+}
+
 class Verifier {
  public:
   explicit Verifier(const Func& f) : func_(f) {}
 
   void Run() {
+    PTOX_CHECK(IsFuncName(func_.name), func_.span)
+        << "invalid function name '" << func_.name << "' (use letters, digits, '_' and '.')";
     std::set<std::string> names;
     for (const Param& p : func_.params) {
       PTOX_CHECK(p.value->type.is_tensor() || p.value->type.is_scalar(), func_.span)
@@ -40,6 +60,9 @@ class Verifier {
         for (const Dim& d : p.value->type.shape()) {
           PTOX_CHECK(!d.is_static() || d.size >= 0, func_.span)
               << "parameter %" << p.value->name << " has a negative dimension";
+          PTOX_CHECK(d.is_static() || IsSymbolName(d.sym), func_.span)
+              << "parameter %" << p.value->name << " has an invalid dimension symbol '" << d.sym
+              << "' (use a letter or '_', then letters, digits and '_')";
         }
       }
       Define(p.value, func_.span);

@@ -109,3 +109,35 @@ TEST(Run, RejectsWrongShapeDtypeCountAndAliasing) {
 
 }  // namespace
 }  // namespace ptox
+
+namespace ptox {
+namespace {
+
+// Names built in C++ must be names the text form can read back.
+TEST(FunctionBuilder, InvalidFunctionAndSymbolNamesAreErrors) {
+  {
+    FunctionBuilder f("my kernel");
+    f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{8}});
+    auto prog = f.Build();
+    ASSERT_FALSE(prog.ok());
+    EXPECT_NE(prog.status().message().find("invalid function name 'my kernel'"),
+              std::string::npos)
+        << prog.status().message();
+  }
+  {
+    FunctionBuilder f("k");
+    f.Param("a", ParamDirection::kIn, DType::kF32, {std::string("N x"), int64_t{8}});
+    auto prog = f.Build();
+    ASSERT_FALSE(prog.ok());
+    EXPECT_NE(prog.status().message().find("invalid dimension symbol 'N x'"), std::string::npos)
+        << prog.status().message();
+  }
+  FunctionBuilder ok("k.v2");
+  ok.Param("a", ParamDirection::kIn, DType::kF32, {std::string("N_1"), int64_t{8}});
+  auto prog = ok.Build();
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  EXPECT_TRUE(Program::Parse(prog->ToText()).ok());  // prints text that parses back
+}
+
+}  // namespace
+}  // namespace ptox
