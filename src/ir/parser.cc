@@ -17,7 +17,6 @@ namespace {
 // Blocks nested deeper than this are rejected (the printer and verifier recurse per level).
 constexpr int kMaxNesting = 256;
 // Tile extents are bounded so that element counts (rows * cols * bytes) cannot overflow int64.
-constexpr int64_t kMaxTileExtent = int64_t{1} << 20;
 
 bool IsDigitChar(char c) { return c >= '0' && c <= '9'; }
 

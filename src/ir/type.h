@@ -23,6 +23,8 @@ struct Dim {
 enum class TypeKind : uint8_t { kScalar, kTensor, kTile };
 
 inline constexpr int kMaxTensorRank = 4;
+// Tile extents are at most 2^20, so element counts (rows * cols) cannot overflow.
+inline constexpr int64_t kMaxTileExtent = int64_t{1} << 20;
 
 class Type {
  public:

@@ -142,6 +142,9 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     PTOX_CHECK(t.is_tile(), span) << OpName(op) << " result must be a tile, got " << t.ToString();
     PTOX_CHECK(t.rows() > 0 && t.cols() > 0, span)
         << OpName(op) << " tile extents must be positive, got " << t.ToString();
+    PTOX_CHECK(t.rows() <= kMaxTileExtent && t.cols() <= kMaxTileExtent, span)
+        << OpName(op) << " tile extents are limited to " << kMaxTileExtent << ", got "
+        << t.ToString();
     return t;
   };
   switch (family) {

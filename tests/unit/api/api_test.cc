@@ -132,6 +132,16 @@ TEST(FunctionBuilder, InvalidFunctionAndSymbolNamesAreErrors) {
     EXPECT_NE(prog.status().message().find("invalid dimension symbol 'N x'"), std::string::npos)
         << prog.status().message();
   }
+  {
+    // Huge extents are refused before any rows * cols arithmetic could overflow.
+    FunctionBuilder f("k");
+    f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{8}});
+    f.Incore([&] { f.Full(0.0, int64_t{1} << 40, int64_t{1} << 40, DType::kF32); });
+    auto prog = f.Build();
+    ASSERT_FALSE(prog.ok());
+    EXPECT_NE(prog.status().message().find("tile extents are limited to"), std::string::npos)
+        << prog.status().message();
+  }
   FunctionBuilder ok("k.v2");
   ok.Param("a", ParamDirection::kIn, DType::kF32, {std::string("N_1"), int64_t{8}});
   auto prog = ok.Build();
