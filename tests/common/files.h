@@ -1,4 +1,5 @@
-// Test helpers shared by the test binaries: temporary directories and whole-file reads / writes.
+// Test helpers shared by the test binaries: temporary directories, whole-file reads / writes, and
+// running the ptox CLI (binaries that define PTOX_CLI).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,7 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "support/subprocess.h"
 
 namespace ptox::testing {
 
@@ -47,5 +52,18 @@ inline std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+#ifdef PTOX_CLI
+// Runs `ptox args...`; fails the test when the binary cannot be started or times out.
+inline ProcessResult Ptox(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PTOX_CLI};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::optional<ProcessResult> r = RunProcess(argv, 120000);
+  EXPECT_TRUE(r.has_value()) << "cannot start " << PTOX_CLI;
+  if (!r) return ProcessResult{};
+  EXPECT_FALSE(r->timed_out);
+  return *r;
+}
+#endif
 
 }  // namespace ptox::testing

@@ -16,20 +16,11 @@
 
 namespace ptox::cli::testing {
 
+using ptox::testing::Ptox;
 using ptox::testing::ReadFile;
 using ptox::testing::TempDir;
 using ptox::testing::WriteFile;
 
-// Runs `ptox args...`; fails the test when the binary cannot be started or times out.
-inline ProcessResult Ptox(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {PTOX_CLI};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::optional<ProcessResult> r = RunProcess(argv, 120000);
-  EXPECT_TRUE(r.has_value()) << "cannot start " << PTOX_CLI;
-  if (!r) return ProcessResult{};
-  EXPECT_FALSE(r->timed_out);
-  return *r;
-}
 
 // The lines of `text`, without their '\n'.
 inline std::vector<std::string> Lines(const std::string& text) {

@@ -24,6 +24,7 @@ namespace ptox::driver::testing {
 
 namespace fs = std::filesystem;
 
+using ptox::testing::Ptox;
 using ptox::testing::ReadFile;
 using ptox::testing::TempDir;
 using ptox::testing::WriteFile;
@@ -102,16 +103,6 @@ inline void ExpectMatchesInterp(const Program& prog, const std::string& target) 
   EXPECT_EQ(y, ref) << target;
 }
 
-// Runs `ptox args...`; fails the test when the binary cannot be started or times out.
-inline ProcessResult Ptox(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {PTOX_CLI};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::optional<ProcessResult> r = RunProcess(argv, 120000);
-  EXPECT_TRUE(r.has_value()) << "cannot start " << PTOX_CLI;
-  if (!r) return ProcessResult{};
-  EXPECT_FALSE(r->timed_out);
-  return *r;
-}
 
 // Fixture: every test gets its own empty compile cache in a fresh temp dir.
 class DriverTest : public ::testing::Test {
