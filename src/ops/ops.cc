@@ -9,7 +9,7 @@ namespace ptox::ir {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define PTOX_OP(e, name, family, fn) {name, OpFamily::k##family},
+#define PTOX_OP(e, name, family, fn) {name, OpFamily::k##family, #fn},
 #include "ops/ops.def"
 #undef PTOX_OP
 };

@@ -21,6 +21,7 @@ enum class OpFamily : uint8_t {
 struct OpInfo {
   std::string_view name;
   OpFamily family;
+  std::string_view scalar_fn;  // the kernels/scalar.h function ("None" when not elementwise)
 };
 
 const OpInfo& GetOpInfo(OpCode op);

@@ -215,12 +215,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   std::string where = Where(op, ir::OpName(op.op()));
-  std::string fn;
-#define PTOX_OP(e, name, fam, scalar_fn) \
-  if (op.op() == ir::OpCode::k##e) fn = #scalar_fn;
-#include "ops/ops.def"
-#undef PTOX_OP
-  std::string functor = "pc::Fn" + fn;
+  std::string functor = Functor(op.op());
   if (family == ir::OpFamily::kStore) {
     const ir::Type& t = a[1].type();
     Line(depth, fmt::format("pc::Store<{}>(ctx, {}, {}, {{{}}}, {});", DTypeEnum(t.dtype()),

@@ -15,6 +15,10 @@ std::string DTypeEnum(DType t);
 std::string ScalarCType(DType t);  // how scalars of a dtype live in generated code
 std::string TypeName(const ir::Type& t);
 std::string DoubleLiteral(double v);  // exact (hex float), including inf / nan
+// The tile-library functor of an op's scalar function, e.g. "pc::FnAdd".
+inline std::string Functor(ir::OpCode op) {
+  return "pc::Fn" + std::string(ir::GetOpInfo(op).scalar_fn);
+}
 
 // One use of a value: the statement using it, the operand position (-1 for non-op statements
 // such as yields and loop bounds) and the block that statement is in.

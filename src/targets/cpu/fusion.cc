@@ -45,15 +45,6 @@ bool ElementwisePosition(const ir::OpStmt& op, int pos) {
   return true;
 }
 
-std::string ExpandFunctor(const ir::OpStmt& op) {
-  std::string fn;
-#define PTOX_OP(e, name, fam, scalar_fn) \
-  if (op.op() == ir::OpCode::k##e) fn = #scalar_fn;
-#include "ops/ops.def"
-#undef PTOX_OP
-  return "pc::Fn" + fn;
-}
-
 void StoredTensors(const ir::Block& b, std::unordered_set<const ir::ValueNode*>& out) {
   for (const ir::StmtRef& s : b) {
     if (s->kind() == ir::StmtKind::kOp) {
@@ -183,7 +174,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
     const auto& a = op.args();
     const ir::Type& rt = op.result()->type;
     std::string e = fresh("e"), d = DTypeEnum(rt.dtype());
-    std::string fn = ExpandFunctor(op);
+    std::string fn = Functor(op.op());
     switch (ir::FamilyOf(op.op())) {
       case ir::OpFamily::kLoad: {
         std::string w = fresh("w");
