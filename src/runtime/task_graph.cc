@@ -161,11 +161,9 @@ double Graph::NowUs() const {
 TaskId Graph::Submit(Task task) {
   std::unique_lock<std::mutex> lock(mu_);
   if (in_flight_ >= kMaxInFlight) {
-    submit_waiting_ = true;
     lock.unlock();
     executor_.RunUntil(this, kLowWater);
     lock.lock();
-    submit_waiting_ = false;
   }
   auto node = std::make_unique<Node>();
   Node* n = node.get();
@@ -224,7 +222,6 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
   std::unique_lock<std::mutex> lock(mu_);
   node->done = true;
   --in_flight_;
-  in_flight_count_.fetch_sub(1, std::memory_order_release);
   ++finished_;
   Forget(*node);
   if (start_us < 0) ++cancelled_;
@@ -243,14 +240,18 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
     if (--s->pending == 0) ready.push_back(s);
   node->successors.clear();
   node->task.run = nullptr;  // free captured arguments early
-  // Wake Wait() / ~Graph() when the graph drains, Submit() when the window reaches its low mark;
-  // not on every task (each wake-up costs a futex call and a context switch).
-  const bool wake = in_flight_ == 0 || (submit_waiting_ && in_flight_ <= kLowWater);
+  Executor& executor = executor_;
   lock.unlock();
-  if (wake) executor_.Wake();
-  // Queued outside mu_ (shorter critical sections). The graph is alive here when `ready` is not
-  // empty: those nodes are in flight, so Wait() and ~Graph() cannot return yet.
-  if (!ready.empty()) executor_.Push(this, ready.data(), ready.size());
+  // Queued outside mu_ (shorter critical sections); the graph is alive until the count below
+  // drops, since Wait() and ~Graph() return only when it reaches zero.
+  if (!ready.empty()) executor.Push(this, ready.data(), ready.size());
+  // Last touch of the graph: after this decrement a waiter may destroy it, so only the
+  // executor (which outlives every graph) is used afterwards.
+  // Wake Wait() / ~Graph() when the graph drains, Submit() when the window reaches its low mark
+  // (the count moves by one, so each crossing hits these values exactly); not on every task:
+  // each wake-up costs a futex call and a context switch.
+  const int64_t left = in_flight_count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (left == 0 || left == kLowWater) executor.Wake();
 }
 
 Status Graph::Wait() {

@@ -104,7 +104,6 @@ class Graph {
   // in_flight_, readable under the executor's mutex (a thread waiting for this graph sleeps on
   // the executor's condition variable, so it can also run ready tasks).
   std::atomic<int64_t> in_flight_count_{0};
-  bool submit_waiting_ = false;  // Submit() helps until the window drains to its low mark
   std::string failure_;
   std::atomic<bool> failed_{false};  // !failure_.empty(), readable without mu_ by workers
   std::chrono::steady_clock::time_point start_;
