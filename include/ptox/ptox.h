@@ -76,6 +76,9 @@ struct RunOptions {
   int num_threads = 0;            // worker threads; 0: PTOX_NUM_THREADS or one per core
   bool check_nan = false;         // a task that writes a NaN fails the run
   std::vector<TaskTrace>* trace = nullptr;  // when set, filled with every task that ran
+  // Fuse tensor-level elementwise ops into shared kernels; false compiles one kernel per tensor
+  // op (the baseline fusion is measured against). Tile-level programs are unaffected.
+  bool fuse = true;
 };
 
 // Runs the program on `args` (one per parameter). Inputs are never modified; an output that
@@ -86,13 +89,16 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
 // Runs IR passes over a program (ptox opt). Every pass is followed by the verifier.
 struct TransformOptions {
   std::vector<std::string> passes;  // pass names in order (see ListPasses)
+  std::string target = "cpu";       // whose capabilities (vector width, caches) passes read
+  // When set, receives (pass, milliseconds) for every pass run (--time-passes).
+  std::vector<std::pair<std::string, double>>* timings = nullptr;
   // Called after each pass with its name and the resulting IR text (--print-ir-after-all).
   std::function<void(std::string_view pass, const std::string& ir_text)> after_pass;
 };
 Result<Program> Transform(const Program& program, const TransformOptions& options);
 // (name, summary) of every pass; DefaultPipeline() lists the default order.
 std::vector<std::pair<std::string, std::string>> ListPasses();
-std::vector<std::string> DefaultPipeline();
+std::vector<std::string> DefaultPipeline(bool fuse = true);
 
 // What `ptox compile` produces for a compiled target.
 enum class Emit {
@@ -104,6 +110,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string function;  // empty: the last function in the module
   Emit emit = Emit::kSource;
+  bool fuse = true;  // as RunOptions::fuse
 };
 // Compiles (through the cache for kBinary) and returns the text or the binary's path.
 Result<std::string> Compile(const Program& program, const CompileOptions& options);

@@ -1,6 +1,7 @@
 // The public API (ptox/ptox.h): the one place where compiler exceptions become Status.
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <sstream>
 
@@ -51,7 +52,7 @@ const ir::Func* Entry(const ir::Module& m, std::string_view name) {
 // and code generation (the compile cache key is a hash of the generated source).
 struct Program::Compiled {
   std::mutex mu;
-  std::map<std::pair<const ir::Func*, const targets::Target*>,
+  std::map<std::tuple<const ir::Func*, const targets::Target*, bool>,
            std::shared_ptr<const targets::Executable>>
       executables;
 };
@@ -113,6 +114,8 @@ Result<Program> Transform(const Program& program, const TransformOptions& option
   ir::Module m;
   Status s = Guard([&] {
     passes::PipelineOptions popts;
+    popts.context.caps = targets::GetTarget(options.target).caps();
+    popts.timings = options.timings;
     if (options.after_pass) {
       popts.after_pass = [&](std::string_view name, const ir::Module& mod) {
         options.after_pass(name, ir::Print(mod));
@@ -130,7 +133,7 @@ std::vector<std::pair<std::string, std::string>> ListPasses() {
   return out;
 }
 
-std::vector<std::string> DefaultPipeline() { return passes::DefaultPipeline(); }
+std::vector<std::string> DefaultPipeline(bool fuse) { return passes::DefaultPipeline(fuse); }
 
 Result<std::string> Compile(const Program& program, const CompileOptions& options) {
   std::string out;
@@ -138,9 +141,9 @@ Result<std::string> Compile(const Program& program, const CompileOptions& option
     const ir::Func* f = Entry(program.module(), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
     switch (options.emit) {
-      case Emit::kIr: out = ir::Print(driver::Lower(*f)); break;
-      case Emit::kSource: out = target.Source(driver::Lower(*f)); break;
-      case Emit::kBinary: out = driver::CompileToCache(target, *f); break;
+      case Emit::kIr: out = ir::Print(driver::Lower(target, *f, options.fuse)); break;
+      case Emit::kSource: out = target.Source(driver::Lower(target, *f, options.fuse)); break;
+      case Emit::kBinary: out = driver::CompileToCache(target, *f, options.fuse); break;
     }
   });
   if (!s.ok()) return s;
@@ -254,8 +257,8 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);
-      auto& slot = program.compiled_->executables[{f, &target}];
-      if (!slot) slot = driver::Compile(target, *f);
+      auto& slot = program.compiled_->executables[{f, &target, options.fuse}];
+      if (!slot) slot = driver::Compile(target, *f, options.fuse);
       exe = slot;
     }
     exe->Run(args, ctx);

@@ -8,15 +8,16 @@
 
 namespace ptox::driver {
 
-// The function after the default pass pipeline (what codegen sees).
-ir::Func Lower(const ir::Func& func);
+// The function after the default pass pipeline for `target`'s capabilities (what codegen sees);
+// `fuse = false` skips fuse-elementwise.
+ir::Func Lower(const targets::Target& target, const ir::Func& func, bool fuse = true);
 
 // Lowers, generates and builds (on a cache miss) `func`; returns the cached shared object's path.
-std::string CompileToCache(const targets::Target& target, const ir::Func& func);
+std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse = true);
 
 // Lowers, generates, builds (on a cache miss) and loads `func` for `target`. Executables are
 // also memoized in the process, so a second call costs one hash.
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
-                                                   const ir::Func& func);
+                                                   const ir::Func& func, bool fuse = true);
 
 }  // namespace ptox::driver

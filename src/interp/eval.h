@@ -20,6 +20,9 @@ RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env);
 // arith.*, tensor.dim (eval_scalar.cc).
 RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env);
 
+// Tensor-level ops: whole-tensor values the environment owns (eval_tensor.cc).
+std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env);
+
 // Run() that leaves every computed value in `env` (tests inspect tiles, padding included).
 void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env);
 

@@ -2,7 +2,8 @@
 //
 // Checks, per statement kind:
 //   op     - operands are in scope; the type rule holds and matches the recorded result type;
-//            tile ops appear only inside `incore`; stores never target `in` parameters;
+//            tile ops appear only inside `incore`; stores (tile.store, tensor.store) never
+//            target `in` parameters;
 //            constant offsets into static dims are in bounds.
 //   for    - bounds are integer scalars, a constant step is positive, the body ends in a yield
 //            matching the loop-carried values.
@@ -156,11 +157,11 @@ class Verifier {
           << name << " result type " << op.result()->type.ToString() << " should be "
           << t->ToString();
     }
-    if (family == OpFamily::kStore) {
+    if (family == OpFamily::kStore || family == OpFamily::kTensorStore) {
       const Value& dst = op.args()[1].value();
       auto it = directions_.find(dst.get());
       PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)
-          << "tile.store writes %" << dst->name << ", an 'in' parameter";
+          << name << " writes %" << dst->name << ", an 'in' parameter";
     }
     if (family == OpFamily::kLoad || family == OpFamily::kStore)
       CheckConstantBounds(op, family == OpFamily::kLoad ? 0 : 1);

@@ -31,13 +31,16 @@ std::optional<OpCode> LookupOp(std::string_view name) {
 
 bool HasExplicitType(OpFamily f) {
   return f == OpFamily::kLoad || f == OpFamily::kFull || f == OpFamily::kCast ||
-         f == OpFamily::kReshape || f == OpFamily::kSlice || f == OpFamily::kScalarCast;
+         f == OpFamily::kReshape || f == OpFamily::kSlice || f == OpFamily::kScalarCast ||
+         f == OpFamily::kTensorCast || f == OpFamily::kTensorReshape ||
+         f == OpFamily::kTensorSlice || f == OpFamily::kTensorEmpty;
 }
 
 int IndexedOperandPos(OpFamily f) {
   switch (f) {
     case OpFamily::kLoad:
-    case OpFamily::kSlice: return 0;
+    case OpFamily::kSlice:
+    case OpFamily::kTensorSlice: return 0;
     case OpFamily::kStore:
     case OpFamily::kAssemble: return 1;
     default: return -1;

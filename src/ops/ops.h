@@ -16,7 +16,13 @@ enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
   kMatmulAcc, kScalarBinary, kScalarCompare, kScalarSelect, kScalarCast, kDim,
+  // Tensor level.
+  kTensorBinary, kTensorUnary, kTensorCast, kTensorReduce, kTensorMatmul, kTensorReshape,
+  kTensorTranspose, kTensorSlice, kTensorConcat, kTensorEmpty, kTensorStore, kComposite,
 };
+
+// Tensor-level families (whole-tensor ops that convert-tensor-to-tile lowers).
+inline bool IsTensorLevel(OpFamily f) { return f >= OpFamily::kTensorBinary; }
 
 struct OpInfo {
   std::string_view name;
@@ -32,9 +38,11 @@ inline OpFamily FamilyOf(OpCode op) { return GetOpInfo(op).family; }
 // Text format: ops whose result type cannot be inferred print it (`: tile<...>`).
 bool HasExplicitType(OpFamily family);
 // Indexed ops print `%t[%i, %j]` for the operand at this position (-1: plain operand list).
-// load / slice: position 0; store / assemble: position 1.
+// load / slice / tensor.slice: position 0; store / assemble: position 1.
 int IndexedOperandPos(OpFamily family);
 // Ops that produce no SSA result (side effects only).
-inline bool HasNoResult(OpFamily family) { return family == OpFamily::kStore; }
+inline bool HasNoResult(OpFamily family) {
+  return family == OpFamily::kStore || family == OpFamily::kTensorStore;
+}
 
 }  // namespace ptox::ir

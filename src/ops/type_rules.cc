@@ -122,8 +122,19 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
     bool ok = false;
     if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
     if (name == "transpose_b")
-      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc) &&
+      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc ||
+            f == OpFamily::kTensorMatmul) &&
            std::holds_alternative<bool>(value);
+    const bool is_int = std::holds_alternative<int64_t>(value);
+    if (name == "axis")
+      ok = is_int && (f == OpFamily::kTensorReduce || f == OpFamily::kTensorConcat ||
+                      op == OpCode::kTensorSoftmax || op == OpCode::kTensorLogSoftmax);
+    if (name == "keepdims") ok = f == OpFamily::kTensorReduce && std::holds_alternative<bool>(value);
+    if (name == "dim0" || name == "dim1") ok = is_int && f == OpFamily::kTensorTranspose;
+    if (name == "eps")
+      ok = std::holds_alternative<double>(value) &&
+           (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
+    if (name == "interleaved") ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name
                          << "' of this kind";
   }
@@ -147,6 +158,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
         << t.ToString();
     return t;
   };
+  if (IsTensorLevel(family)) return InferTensorOpType(op, args, attrs, declared, span);
   switch (family) {
     case OpFamily::kLoad: {
       c.MinArity(2);
@@ -339,6 +351,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
           << "tensor.dim axis must be an integer in [0, " << t.rank() << ")";
       return Type::Scalar(DType::kIndex);
     }
+    default: break;
   }
   PTOX_ICHECK(false) << "no type rule for " << OpName(op);
   return std::nullopt;

@@ -18,3 +18,21 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
 void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span);
 
 }  // namespace ptox::ir
+
+namespace ptox::ir {
+
+// Tensor-level rules (tensor_rules.cc), also used by the passes that lower tensor ops.
+std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& args,
+                                      const Attrs& attrs, const std::optional<Type>& declared,
+                                      const Span& span);
+// Numpy broadcasting of two shapes (right-aligned; 1 stretches); nullopt when they clash.
+std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
+                                                const std::vector<Dim>& b);
+// An axis attribute in [-rank, rank) as [0, rank); a user error otherwise.
+int NormalizeAxis(int64_t axis, int rank, std::string_view op, const Span& span);
+// Attribute values with defaults (the kinds are checked by CheckOpAttrs).
+int64_t IntAttr(const Attrs& attrs, const std::string& name, int64_t fallback);
+bool BoolAttr(const Attrs& attrs, const std::string& name, bool fallback);
+double FloatAttr(const Attrs& attrs, const std::string& name, double fallback);
+
+}  // namespace ptox::ir

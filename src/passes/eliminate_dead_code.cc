@@ -108,7 +108,7 @@ class Sweeper {
 
 }  // namespace
 
-ir::Module EliminateDeadCode(const ir::Module& module) {
+ir::Module EliminateDeadCode(const ir::Module& module, const PassContext&) {
   ir::Module out;
   for (const ir::FuncRef& f : module.funcs) {
     auto nf = std::make_shared<ir::Func>(*f);

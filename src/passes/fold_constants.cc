@@ -132,7 +132,7 @@ class Folder {
 
 }  // namespace
 
-ir::Module FoldConstants(const ir::Module& module) {
+ir::Module FoldConstants(const ir::Module& module, const PassContext&) {
   ir::Module out;
   for (const ir::FuncRef& f : module.funcs) {
     auto nf = std::make_shared<ir::Func>(*f);

@@ -2,6 +2,7 @@
 // so unchanged subtrees are shared).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -9,7 +10,20 @@
 
 namespace ptox::passes {
 
-using PassFn = ir::Module (*)(const ir::Module&);
+// What passes may read about a target (never its name): sizes drive tiling and planning.
+struct Capabilities {
+  int vector_bytes = 16;        // widest SIMD register
+  int64_t l1_bytes = 32 << 10;  // per-core data cache
+  int64_t l2_bytes = 1 << 20;
+  int64_t onchip_budget_bytes = 256 << 10;  // tiles live in one incore scope
+};
+
+// Everything a pass may read besides the module.
+struct PassContext {
+  Capabilities caps;
+};
+
+using PassFn = ir::Module (*)(const ir::Module&, const PassContext&);
 
 struct PassInfo {
   std::string_view name;
@@ -17,7 +31,8 @@ struct PassInfo {
   PassFn run;
 };
 
-#define PTOX_PASS(fn, name, summary) ir::Module fn(const ir::Module& module);
+#define PTOX_PASS(fn, name, summary) \
+  ir::Module fn(const ir::Module& module, const PassContext& ctx);
 #include "passes/passes.def"
 #undef PTOX_PASS
 

@@ -1,6 +1,8 @@
 // The readable default pipeline and the runner that applies passes in order.
 #include "passes/pipeline.h"
 
+#include <chrono>
+
 #include "ir/verifier.h"
 #include "passes/pass.h"
 
@@ -21,11 +23,12 @@ const PassInfo* FindPass(std::string_view name) {
   return nullptr;
 }
 
-const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {
+std::vector<std::string> DefaultPipeline(bool fuse) {
+  std::vector<std::string> pipeline = {
       "fold-constants",  // static sizes and index arithmetic become immediates
       "dce",             // drop what folding left unused
   };
+  if (!fuse) std::erase(pipeline, "fuse-elementwise");
   return pipeline;
 }
 
@@ -43,7 +46,12 @@ ir::Module RunPipeline(const ir::Module& module, const std::vector<std::string>&
   }
   ir::Module m = module;
   for (const PassInfo* p : passes) {
-    m = p->run(m);
+    const auto start = std::chrono::steady_clock::now();
+    m = p->run(m, options.context);
+    if (options.timings) {
+      std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+      options.timings->emplace_back(p->name, ms.count());
+    }
     if (options.verify_each) {
       try {
         ir::Verify(m);

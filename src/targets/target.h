@@ -7,18 +7,13 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/pass.h"
 #include "ptox/tensor.h"
 #include "runtime/task_graph.h"
 
 namespace ptox::targets {
 
-// What passes may read about a target (never its name): sizes drive tiling and planning.
-struct Capabilities {
-  int vector_bytes = 16;        // widest SIMD register
-  int64_t l1_bytes = 32 << 10;  // per-core data cache
-  int64_t l2_bytes = 1 << 20;
-  int64_t onchip_budget_bytes = 256 << 10;  // tiles live in one incore scope
-};
+using passes::Capabilities;
 
 // How one run executes: the worker threads and what it records.
 struct RunContext {

@@ -173,14 +173,58 @@ const char kTwoFunctions[] =
     "func @second.v2() {\n"
     "}\n";
 
+const char kEveryTensorOp[] =
+    "func @every_tensor_op(%x: in tensor<{N}x64xf32>, %w: in tensor<64xf32>, %c: in "
+    "tensor<{N}x64xf32>, %b: in tensor<2x64x32xbf16>, %y: out tensor<{N}x64xf32>) {\n"
+    "  %add = tensor.add %x, %w\n"
+    "  %sub = tensor.sub %add, 1.5\n"
+    "  %mul = tensor.mul %sub, %x\n"
+    "  %div = tensor.div %mul, %x\n"
+    "  %max = tensor.max %div, %w\n"
+    "  %min = tensor.min %max, 0.0\n"
+    "  %neg = tensor.neg %min\n"
+    "  %abs = tensor.abs %neg\n"
+    "  %exp = tensor.exp %abs\n"
+    "  %log = tensor.log %exp\n"
+    "  %sqrt = tensor.sqrt %log\n"
+    "  %rsqrt = tensor.rsqrt %sqrt\n"
+    "  %recip = tensor.recip %rsqrt\n"
+    "  %tanh = tensor.tanh %recip\n"
+    "  %sig = tensor.sigmoid %tanh\n"
+    "  %relu = tensor.relu %sig\n"
+    "  %silu = tensor.silu %relu\n"
+    "  %gelu = tensor.gelu %silu\n"
+    "  %half = tensor.cast %gelu : tensor<{N}x64xbf16>\n"
+    "  %sum = tensor.sum %x {axis = 1, keepdims = true}\n"
+    "  %rmax = tensor.reduce_max %x {axis = 0}\n"
+    "  %rmin = tensor.reduce_min %x {axis = -1, keepdims = true}\n"
+    "  %bt = tensor.transpose %b {dim0 = 1, dim1 = 2}\n"
+    "  %mm = tensor.matmul %bt, %b\n"
+    "  %mt = tensor.matmul %x, %x {transpose_b = true}\n"
+    "  %r = tensor.reshape %b : tensor<128x32xbf16>\n"
+    "  %sl = tensor.slice %x[0, 32] : tensor<{N}x16xf32>\n"
+    "  %cat = tensor.concat %sl, %sl {axis = 1}\n"
+    "  %n = tensor.dim %x, 0\n"
+    "  %e = tensor.empty %n : tensor<{N}x64xf32>\n"
+    "  %sm = tensor.softmax %x {axis = -1}\n"
+    "  %lsm = tensor.log_softmax %x\n"
+    "  %rms = tensor.rmsnorm %x, %w {eps = 1e-06}\n"
+    "  %ln = tensor.layernorm %x, %w, %w {eps = 1e-05}\n"
+    "  %sw = tensor.swiglu %x, %c\n"
+    "  %rope = tensor.rope %x, %c, %c {interleaved = true}\n"
+    "  tensor.store %rope, %e\n"
+    "  tensor.store %sw, %y\n"
+    "}\n";
+
 TEST(ParserRoundTrip, EveryTileOp) { ExpectRoundTrip(kEveryTileOp); }
 TEST(ParserRoundTrip, ScalarsAndControlFlow) { ExpectRoundTrip(kScalarsAndControlFlow); }
+TEST(ParserRoundTrip, EveryTensorOp) { ExpectRoundTrip(kEveryTensorOp); }
 TEST(ParserRoundTrip, TwoFunctionsAndEmptyParams) { ExpectRoundTrip(kTwoFunctions); }
 TEST(ParserRoundTrip, EmptyModule) { EXPECT_TRUE(Parse("", "empty.pto").funcs.empty()); }
 
 TEST(ParserRoundTrip, CoversEveryOpInOpsDef) {
   std::set<OpCode> seen;
-  for (const char* text : {kEveryTileOp, kScalarsAndControlFlow}) {
+  for (const char* text : {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp}) {
     Module m = Parse(text);
     for (const FuncRef& f : m.funcs) CollectOps(f->body, seen);
   }

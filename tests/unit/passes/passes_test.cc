@@ -37,7 +37,7 @@ ir::Module StaticDimLoop() {
 }
 
 TEST(FoldConstants, StaticDimAndIndexMathBecomeImmediates) {
-  ir::Module m = FoldConstants(StaticDimLoop());
+  ir::Module m = FoldConstants(StaticDimLoop(), {});
   ir::Verify(m);
   std::string text = ir::Print(m);
   EXPECT_EQ(text.find("tensor.dim"), std::string::npos) << text;
@@ -48,7 +48,7 @@ TEST(FoldConstants, StaticDimAndIndexMathBecomeImmediates) {
 TEST(FoldConstants, DivisionByZeroIsLeftForRunTime) {
   ir::Builder b("f");
   b.Op(ir::OpCode::kArithDiv, {Operand::Int(1), Operand::Int(0)}, {}, {}, "q");
-  ir::Module m = FoldConstants(One(b.Finish()));
+  ir::Module m = FoldConstants(One(b.Finish()), {});
   EXPECT_NE(ir::Print(m).find("arith.div 1, 0"), std::string::npos) << ir::Print(m);
 }
 
@@ -61,12 +61,12 @@ TEST(FoldConstants, FloorDivisionOfNegatives) {
   b.For(s, Operand::Int(0), Operand::Int(1), [&](ir::Value) {
     b.Incore([&] { b.Store(b.Load(a, {Operand::Int(0)}, ir::Type::Tile(1, 8, DType::kF32)), a, {Operand::Int(0)}); });
   });
-  ir::Module m = FoldConstants(One(b.Finish()));
+  ir::Module m = FoldConstants(One(b.Finish()), {});
   EXPECT_NE(ir::Print(m).find("for %i = -3 to 0 step 1"), std::string::npos) << ir::Print(m);
 }
 
 TEST(EliminateDeadCode, RemovesUnusedPureOpsButKeepsStores) {
-  ir::Module m = EliminateDeadCode(FoldConstants(StaticDimLoop()));
+  ir::Module m = EliminateDeadCode(FoldConstants(StaticDimLoop(), {}), {});
   ir::Verify(m);
   std::string text = ir::Print(m);
   EXPECT_EQ(text.find("tile.exp"), std::string::npos) << text;
@@ -81,7 +81,7 @@ TEST(EliminateDeadCode, EmptyScopesDisappear) {
   b.For(Operand::Int(0), Operand::Int(4), Operand::Int(1), [&](ir::Value) {
     b.Incore([&] { b.Op(ir::OpCode::kTileExp, {b.Load(a, {Operand::Int(0)}, ir::Type::Tile(1, 8, DType::kF32))}); });
   });
-  ir::Module m = EliminateDeadCode(One(b.Finish()));
+  ir::Module m = EliminateDeadCode(One(b.Finish()), {});
   EXPECT_EQ(ir::Print(m), "func @f(%a: in tensor<8xf32>) {\n}\n");
 }
 

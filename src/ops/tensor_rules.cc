@@ -1,0 +1,330 @@
+// Type rules of the tensor-level ops: numpy broadcasting, reductions, matmul, layout, buffers and
+// composites. Tensor ops compute on float tensors (f32, bf16, f16) of rank 1..4.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "ops/type_rules.h"
+
+namespace ptox::ir {
+
+std::string ShapeString(const std::vector<Dim>& shape) {
+  return Type::Tensor(shape, DType::kF32).ToString();
+}
+
+std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
+                                                const std::vector<Dim>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<Dim> out(r);
+  for (size_t k = 0; k < r; ++k) {
+    // Right-aligned: dim k of the result pairs a[k - (r - a.size())] with b's likewise.
+    const Dim* x = k + a.size() >= r ? &a[k + a.size() - r] : nullptr;
+    const Dim* y = k + b.size() >= r ? &b[k + b.size() - r] : nullptr;
+    if (!x || (x->is_static() && x->size == 1 && y)) {
+      out[k] = *y;
+    } else if (!y || (y->is_static() && y->size == 1) || *x == *y) {
+      out[k] = *x;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+int NormalizeAxis(int64_t axis, int rank, std::string_view op, const Span& span) {
+  PTOX_CHECK(axis >= -rank && axis < rank, span)
+      << op << " axis " << axis << " is out of range for rank " << rank;
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+int64_t IntAttr(const Attrs& attrs, const std::string& name, int64_t fallback) {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? fallback : std::get<int64_t>(it->second);
+}
+bool BoolAttr(const Attrs& attrs, const std::string& name, bool fallback) {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? fallback : std::get<bool>(it->second);
+}
+double FloatAttr(const Attrs& attrs, const std::string& name, double fallback) {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? fallback : std::get<double>(it->second);
+}
+
+namespace {
+
+class TensorChecker {
+ public:
+  TensorChecker(OpCode op, const std::vector<Operand>& args, const Span& span)
+      : op_(op), args_(args), span_(span) {}
+
+  void Arity(size_t lo, size_t hi) const {
+    PTOX_CHECK(args_.size() >= lo && args_.size() <= hi, span_)
+        << OpName(op_) << " expects " << lo << (hi > lo ? " or more" : "") << " operands, got "
+        << args_.size();
+  }
+  // A float tensor operand.
+  const Type& Tensor(size_t i) const {
+    const Operand& a = args_[i];
+    PTOX_CHECK(a.is_value() && a.type().is_tensor(), span_)
+        << OpName(op_) << " operand " << i << " must be a tensor, got "
+        << (a.is_value() ? a.type().ToString() : std::string("an immediate"));
+    PTOX_CHECK(IsFloat(a.type().dtype()), span_)
+        << OpName(op_) << " computes on float tensors, got " << a.type().ToString();
+    return a.value()->type;
+  }
+  void Index(size_t i) const {
+    const Operand& a = args_[i];
+    PTOX_CHECK(a.is_int() || (a.is_value() && a.type().is_scalar() && IsInteger(a.type().dtype())),
+               span_)
+        << OpName(op_) << " operand " << i << " must be an integer index";
+  }
+  Type Declared(const std::optional<Type>& declared) const {
+    PTOX_CHECK(declared.has_value() && declared->is_tensor(), span_)
+        << OpName(op_) << " needs a tensor result type (': tensor<...>')";
+    PTOX_CHECK(declared->rank() >= 1 && declared->rank() <= kMaxTensorRank, span_)
+        << OpName(op_) << " result must have rank 1.." << kMaxTensorRank;
+    return *declared;
+  }
+  // Two tensors broadcast together (or a tensor and a scalar second operand).
+  Type Broadcast(const Type& a, size_t i) const {
+    const Operand& b = args_[i];
+    if (!b.is_value() || !b.type().is_tensor()) {
+      PTOX_CHECK(b.is_int() || b.is_float() || b.type() == Type::Scalar(a.dtype()) ||
+                     (b.type().is_scalar() && b.type().dtype() == DType::kF32),
+                 span_)
+          << OpName(op_) << " operand " << i << " must be a tensor or a float scalar";
+      return a;
+    }
+    const Type& t = Tensor(i);
+    PTOX_CHECK(t.dtype() == a.dtype(), span_)
+        << OpName(op_) << " operand dtypes differ: " << a.ToString() << " vs " << t.ToString();
+    auto shape = BroadcastShapes(a.shape(), t.shape());
+    PTOX_CHECK(shape.has_value(), span_) << OpName(op_) << " shapes " << a.ToString() << " and "
+                                         << t.ToString() << " do not broadcast";
+    return Type::Tensor(*shape, a.dtype());
+  }
+  const Span& span() const { return span_; }
+  std::string_view name() const { return OpName(op_); }
+
+ private:
+  OpCode op_;
+  const std::vector<Operand>& args_;
+  const Span& span_;
+};
+
+Type Reduce(const TensorChecker& c, OpCode op, const Type& a, const Attrs& attrs) {
+  const int axis = NormalizeAxis(IntAttr(attrs, "axis", -1), a.rank(), c.name(), c.span());
+  const bool keep = BoolAttr(attrs, "keepdims", false);
+  const Dim& d = a.shape()[axis];
+  PTOX_CHECK(op == OpCode::kTensorSum || !d.is_static() || d.size > 0, c.span())
+      << c.name() << " over an empty axis " << axis << " of " << a.ToString();
+  std::vector<Dim> shape = a.shape();
+  if (keep) {
+    shape[axis] = Dim::Static(1);
+  } else {
+    PTOX_CHECK(a.rank() > 1, c.span())
+        << c.name() << " of a rank-1 tensor needs {keepdims = true} (no rank-0 tensors)";
+    shape.erase(shape.begin() + axis);
+  }
+  return Type::Tensor(shape, a.dtype());
+}
+
+Type Matmul(const TensorChecker& c, const Type& a, const Type& b, bool tb) {
+  PTOX_CHECK(a.rank() >= 2 && b.rank() >= 2, c.span())
+      << "tensor.matmul needs operands of rank >= 2, got " << a.ToString() << " and "
+      << b.ToString();
+  PTOX_CHECK(a.dtype() == b.dtype(), c.span())
+      << "tensor.matmul operand dtypes differ: " << a.ToString() << " vs " << b.ToString();
+  const int ra = a.rank(), rb = b.rank();
+  const Dim& k_a = a.shape()[ra - 1];
+  const Dim& k_b = b.shape()[tb ? rb - 1 : rb - 2];
+  PTOX_CHECK(k_a == k_b, c.span()) << "tensor.matmul inner dimensions differ: " << a.ToString()
+                                   << " x " << b.ToString() << (tb ? " (transposed)" : "");
+  PTOX_CHECK(rb == 2 || (ra == rb && std::equal(a.shape().begin(), a.shape().end() - 2,
+                                                 b.shape().begin(), b.shape().end() - 2)),
+             c.span())
+      << "tensor.matmul batch dims must be equal (or B 2-D): " << a.ToString() << " x "
+      << b.ToString();
+  std::vector<Dim> shape(a.shape().begin(), a.shape().end() - 1);
+  shape.push_back(b.shape()[tb ? rb - 2 : rb - 1]);
+  return Type::Tensor(shape, DType::kF32);
+}
+
+// Element counts agree: equal static products and the same multiset of symbols.
+bool SameCount(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  int64_t pa = 1, pb = 1;
+  std::multiset<std::string> sa, sb;
+  for (const Dim& d : a) d.is_static() ? void(pa *= d.size) : void(sa.insert(d.sym));
+  for (const Dim& d : b) d.is_static() ? void(pb *= d.size) : void(sb.insert(d.sym));
+  return pa == pb && sa == sb;
+}
+
+Type Slice(const TensorChecker& c, const Type& a, const std::vector<Operand>& args,
+           const Type& to) {
+  PTOX_CHECK(args.size() == static_cast<size_t>(a.rank()) + 1, c.span())
+      << "tensor.slice needs " << a.rank() << " offsets for " << a.ToString();
+  PTOX_CHECK(to.rank() == a.rank() && to.dtype() == a.dtype(), c.span())
+      << "tensor.slice result " << to.ToString() << " must have the rank and dtype of "
+      << a.ToString();
+  for (int d = 0; d < a.rank(); ++d) {
+    c.Index(1 + d);
+    const Dim& want = to.shape()[d];
+    const Dim& have = a.shape()[d];
+    const Operand& off = args[1 + d];
+    if (want == have) {
+      PTOX_CHECK(off.is_int() && off.int_value() == 0, c.span())
+          << "tensor.slice takes all of dim " << d << ", so its offset must be 0";
+      continue;
+    }
+    PTOX_CHECK(want.is_static(), c.span())
+        << "tensor.slice sizes must be static or the whole dim, got " << to.ToString();
+    if (have.is_static() && off.is_int()) {
+      PTOX_CHECK(off.int_value() >= 0 && off.int_value() + want.size <= have.size, c.span())
+          << "tensor.slice [" << off.int_value() << ", " << off.int_value() + want.size
+          << ") is out of bounds in dim " << d << " of " << a.ToString();
+    }
+  }
+  return to;
+}
+
+Type Concat(const TensorChecker& c, const std::vector<Operand>& args, const Attrs& attrs) {
+  const Type& a = c.Tensor(0);
+  const int axis = NormalizeAxis(IntAttr(attrs, "axis", -1), a.rank(), c.name(), c.span());
+  std::vector<Dim> shape = a.shape();
+  PTOX_CHECK(shape[axis].is_static(), c.span())
+      << "tensor.concat along a symbolic dim is not supported: " << a.ToString();
+  for (size_t i = 1; i < args.size(); ++i) {
+    const Type& t = c.Tensor(i);
+    PTOX_CHECK(t.rank() == a.rank() && t.dtype() == a.dtype(), c.span())
+        << "tensor.concat operands must share rank and dtype: " << a.ToString() << " vs "
+        << t.ToString();
+    for (int d = 0; d < a.rank(); ++d) {
+      if (d == axis) continue;
+      PTOX_CHECK(t.shape()[d] == a.shape()[d], c.span())
+          << "tensor.concat operands differ outside axis " << axis << ": " << a.ToString()
+          << " vs " << t.ToString();
+    }
+    PTOX_CHECK(t.shape()[axis].is_static(), c.span())
+        << "tensor.concat along a symbolic dim is not supported: " << t.ToString();
+    shape[axis].size += t.shape()[axis].size;
+  }
+  return Type::Tensor(shape, a.dtype());
+}
+
+// Composite operands: x, then per-op extras that broadcast against x.
+Type Composite(const TensorChecker& c, OpCode op, const Attrs& attrs) {
+  const Type& x = c.Tensor(0);
+  auto same_last = [&](size_t i) {
+    const Type& w = c.Tensor(i);
+    PTOX_CHECK(w.dtype() == x.dtype() && w.rank() == 1 && w.shape()[0] == x.shape().back(),
+               c.span())
+        << c.name() << " operand " << i << " must be a 1-D tensor of the last dim of "
+        << x.ToString() << ", got " << w.ToString();
+  };
+  switch (op) {
+    case OpCode::kTensorSoftmax:
+    case OpCode::kTensorLogSoftmax:
+      c.Arity(1, 1);
+      NormalizeAxis(IntAttr(attrs, "axis", -1), x.rank(), c.name(), c.span());
+      break;
+    case OpCode::kTensorRmsnorm:
+      c.Arity(2, 2);
+      same_last(1);
+      break;
+    case OpCode::kTensorLayernorm:
+      c.Arity(3, 3);
+      same_last(1);
+      same_last(2);
+      break;
+    case OpCode::kTensorSwiglu:
+      c.Arity(2, 2);
+      PTOX_CHECK(c.Tensor(1) == x, c.span()) << "tensor.swiglu operands must have the same type";
+      break;
+    case OpCode::kTensorRope: {
+      c.Arity(3, 3);
+      for (size_t i = 1; i < 3; ++i)
+        PTOX_CHECK(c.Broadcast(x, i) == x, c.span())
+            << "tensor.rope operand " << i << " must broadcast to " << x.ToString();
+      const Dim& d = x.shape().back();
+      PTOX_CHECK(d.is_static() && d.size % 2 == 0, c.span())
+          << "tensor.rope needs an even static last dim, got " << x.ToString();
+      break;
+    }
+    default: PTOX_ICHECK(false) << "not a composite: " << c.name();
+  }
+  return x;
+}
+
+}  // namespace
+
+std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& args,
+                                      const Attrs& attrs, const std::optional<Type>& declared,
+                                      const Span& span) {
+  TensorChecker c(op, args, span);
+  switch (FamilyOf(op)) {
+    case OpFamily::kTensorBinary: c.Arity(2, 2); return c.Broadcast(c.Tensor(0), 1);
+    case OpFamily::kTensorUnary: c.Arity(1, 1); return c.Tensor(0);
+    case OpFamily::kTensorCast: {
+      c.Arity(1, 1);
+      const Type& a = c.Tensor(0);
+      Type to = c.Declared(declared);
+      PTOX_CHECK(to.shape() == a.shape() && IsFloat(to.dtype()), span)
+          << "tensor.cast converts between float dtypes of one shape: " << a.ToString() << " -> "
+          << to.ToString();
+      return to;
+    }
+    case OpFamily::kTensorReduce: c.Arity(1, 1); return Reduce(c, op, c.Tensor(0), attrs);
+    case OpFamily::kTensorMatmul:
+      c.Arity(2, 2);
+      return Matmul(c, c.Tensor(0), c.Tensor(1), BoolAttr(attrs, "transpose_b", false));
+    case OpFamily::kTensorReshape: {
+      c.Arity(1, 1);
+      const Type& a = c.Tensor(0);
+      Type to = c.Declared(declared);
+      PTOX_CHECK(to.dtype() == a.dtype() && SameCount(a.shape(), to.shape()), span)
+          << "tensor.reshape must keep the dtype and element count: " << a.ToString() << " -> "
+          << to.ToString();
+      return to;
+    }
+    case OpFamily::kTensorTranspose: {
+      c.Arity(1, 1);
+      const Type& a = c.Tensor(0);
+      int d0 = NormalizeAxis(IntAttr(attrs, "dim0", -2), a.rank(), c.name(), span);
+      int d1 = NormalizeAxis(IntAttr(attrs, "dim1", -1), a.rank(), c.name(), span);
+      std::vector<Dim> shape = a.shape();
+      std::swap(shape[d0], shape[d1]);
+      return Type::Tensor(shape, a.dtype());
+    }
+    case OpFamily::kTensorSlice:
+      PTOX_CHECK(!args.empty(), span) << "tensor.slice needs a tensor";
+      return Slice(c, c.Tensor(0), args, c.Declared(declared));
+    case OpFamily::kTensorConcat: c.Arity(2, 64); return Concat(c, args, attrs);
+    case OpFamily::kTensorEmpty: {
+      Type to = c.Declared(declared);
+      PTOX_CHECK(IsFloat(to.dtype()), span) << "tensor.empty makes float tensors";
+      size_t symbols = 0;
+      for (const Dim& d : to.shape()) {
+        symbols += d.is_static() ? 0 : 1;
+        PTOX_CHECK(!d.is_static() || d.size >= 0, span) << "tensor.empty has a negative dim";
+      }
+      PTOX_CHECK(args.size() == symbols, span)
+          << "tensor.empty needs one size operand per symbolic dim of " << to.ToString() << " ("
+          << symbols << "), got " << args.size();
+      for (size_t i = 0; i < args.size(); ++i) c.Index(i);
+      return to;
+    }
+    case OpFamily::kTensorStore: {
+      c.Arity(2, 2);
+      const Type& v = c.Tensor(0);
+      const Type& dst = c.Tensor(1);
+      PTOX_CHECK(v == dst, span) << "tensor.store needs a destination of the value's type: "
+                                 << v.ToString() << " vs " << dst.ToString();
+      return std::nullopt;
+    }
+    case OpFamily::kComposite: return Composite(c, op, attrs);
+    default: PTOX_ICHECK(false) << "not a tensor op: " << c.name();
+  }
+  return std::nullopt;
+}
+
+}  // namespace ptox::ir
