@@ -1,5 +1,6 @@
 // fold-constants: evaluates scalar ops whose operands are all immediates, and tensor.dim of a
-// static dimension, replacing their uses with immediates.
+// static dimension, replacing their uses with immediates; repeated tensor.dim of one dimension
+// symbol reuse the first function-level one.
 //
 // Requires: verified IR. Establishes: no arith.* op has only immediate operands (except those
 // whose evaluation would fail at run time — division by zero, overflow — which are kept so the
@@ -9,6 +10,8 @@
 // like the interpreter (immediates are rounded to f32 first). O(statements + operands).
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <optional>
 #include <unordered_map>
 
@@ -54,11 +57,13 @@ std::optional<double> FoldFloat(ir::OpCode op, double a, double b) {
 class Folder {
  public:
   ir::Block FoldBlock(const ir::Block& block) {
+    ++depth_;
     ir::Block out;
     for (const ir::StmtRef& s : block) {
       ir::StmtRef r = FoldStmt(s);
       if (r) out.push_back(std::move(r));
     }
+    --depth_;
     return out;
   }
 
@@ -79,6 +84,10 @@ class Folder {
     if (op.op() == ir::OpCode::kTensorDim) {
       const ir::Dim d = args[0].type().shape()[args[1].int_value()];  // type() is a copy
       if (d.is_static()) return ir::Operand::Int(d.size);
+      // Every dim with one symbol has one size: the first function-level tensor.dim of a
+      // symbol dominates everything after it.
+      if (auto it = dims_.find(d.sym); it != dims_.end()) return ir::Operand(it->second);
+      if (depth_ == 1) dims_[d.sym] = op.result();
       return {};
     }
     if (ir::FamilyOf(op.op()) != ir::OpFamily::kScalarBinary) return {};
@@ -128,6 +137,8 @@ class Folder {
   }
 
   Subst subst_;
+  std::map<std::string, ir::Value> dims_;  // symbol -> its function-level tensor.dim
+  int depth_ = 0;                          // 1 while folding the function's own block
 };
 
 }  // namespace

@@ -25,8 +25,11 @@ const PassInfo* FindPass(std::string_view name) {
 
 std::vector<std::string> DefaultPipeline(bool fuse) {
   std::vector<std::string> pipeline = {
-      "fold-constants",  // static sizes and index arithmetic become immediates
-      "dce",             // drop what folding left unused
+      "lower-composites",        // softmax, norms, swiglu, rope -> primitive tensor ops
+      "fuse-elementwise",        // tensor ops -> groups that share one tile loop
+      "convert-tensor-to-tile",  // groups -> loops of tile-level incore scopes
+      "fold-constants",          // static sizes and index arithmetic become immediates
+      "dce",                     // drop what folding left unused
   };
   if (!fuse) std::erase(pipeline, "fuse-elementwise");
   return pipeline;

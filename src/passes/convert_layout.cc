@@ -1,0 +1,257 @@
+// convert-tensor-to-tile, ops that run as kernels of their own: reductions along an axis other
+// than a static last one (a loop inside the task accumulates tiles), transpose (tile.transpose of
+// the last two dims, or permuted offsets of leading dims), slice and concat (copies at shifted
+// offsets), reshape (rows regrouped with index arithmetic, or the last dim split / merged by
+// tile.reshape), and whole-tensor copies.
+#include <algorithm>
+#include <cmath>
+#include <cmath>
+#include <numeric>
+
+#include "ops/type_rules.h"
+#include "passes/convert_tensor_to_tile.h"
+
+namespace ptox::passes::convert {
+namespace {
+
+using ir::OpCode;
+
+// Copy tiles: up to 2048 columns, rows so that two tiles fit the on-chip budget.
+Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps) {
+  Tiling t;
+  const ir::Dim& c = shape.back();
+  t.cols = c.is_static() ? std::clamp<int64_t>(c.size, 1, 2048) : 1024;
+  if (shape.size() >= 2)
+    t.rows = std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, caps.onchip_budget_bytes / (8 * t.cols))), 1, 256);
+  return t;
+}
+
+ir::Value LoadAt(BlockWriter& w, const ir::Value& t, std::vector<ir::Operand> offsets, int64_t rows,
+                 int64_t cols) {
+  offsets.insert(offsets.begin(), t);
+  return w.Op(OpCode::kTileLoad, offsets, {}, ir::Type::Tile(rows, cols, t->type.dtype()));
+}
+
+void StoreAt(BlockWriter& w, const ir::Value& tile, const ir::Value& t,
+             std::vector<ir::Operand> offsets) {
+  offsets.insert(offsets.begin(), {tile, t});
+  w.Op(OpCode::kTileStore, offsets);
+}
+
+ir::Operand Add(BlockWriter& w, const ir::Operand& a, const ir::Operand& b) {
+  if (b.is_int() && b.int_value() == 0) return a;
+  if (a.is_int() && b.is_int()) return ir::Operand::Int(a.int_value() + b.int_value());
+  return w.Op(OpCode::kArithAdd, {a, b});
+}
+
+// Copies `src` into `dst` at dst offset = src offset + shift[d] (the domain is src's shape).
+void ShiftedCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
+                 const ir::Value& dst, const std::vector<ir::Operand>& shift) {
+  const auto& dom = src->type.shape();
+  const Tiling t = CopyTiling(dom, caps);
+  Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+    std::vector<ir::Operand> to = off;
+    for (size_t d = 0; d < shift.size(); ++d) to[d] = Add(outer, off[d], shift[d]);
+    BlockWriter body(w.span());
+    Window win = WindowOf(dom, dom, off, t);
+    StoreAt(body, LoadAt(body, src, off, win.rows, win.cols), dst, to);
+    outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+  });
+}
+
+// The accumulator's identity: +0 for sums, -inf / +inf for max / min.
+double Identity(OpCode op) {
+  if (op == OpCode::kTensorSum) return 0.0;
+  return op == OpCode::kTensorReduceMax ? -INFINITY : INFINITY;
+}
+
+// Reduction along `axis` of x: the domain is x's shape without the axis loop; each task runs a
+// sequential loop over the axis accumulating tiles (row_* / col_* for the last two dims).
+void Reduce(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+            const ir::Value& dst) {
+  const ir::Value& x = op.args()[0].value();
+  const auto& shape = x->type.shape();
+  const int r = x->type.rank();
+  const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), r, "", op.span());
+  const bool keep = ir::BoolAttr(op.attrs(), "keepdims", false);
+  const std::string suffix(ir::OpName(op.op()).substr(7));  // sum, reduce_max, reduce_min
+  const std::string fn = suffix == "sum" ? "add" : suffix.substr(7);
+  const OpCode combine = *ir::LookupOp("tile." + fn);
+  Tiling t = CopyTiling(shape, caps);
+  if (r == 1) t.rows = 1;
+  // The domain loops skip the reduced axis: it is whole (offset 0) and the task walks it.
+  std::vector<NestDim> dims = DomainNest(w, ext, shape, t, false);
+  const ir::Operand axis_extent = dims[axis].extent;
+  dims[axis].whole = true;
+  const bool rows = axis == r - 1, cols = r >= 2 && axis == r - 2;
+  const std::string part_fn = fn == "add" ? "sum" : fn;
+  // Accumulators: a column of rows (row_*), a row of columns (col_*), or whole tiles.
+  const int64_t ar = cols ? 1 : t.rows, ac = rows ? 1 : t.cols;
+  const int64_t step = rows ? t.cols : (cols ? t.rows : 1);
+  Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+    BlockWriter body(w.span());
+    ir::Value init = body.Op(OpCode::kTileFull, {ir::Operand::Float(Identity(op.op()))}, {},
+                             ir::Type::Tile(ar, ac, x->type.dtype()), "init");
+    ir::Value kv = ir::MakeValue(ir::Type::Scalar(DType::kIndex), "k");
+    ir::Value carried = ir::MakeValue(init->type, "p"), acc = ir::MakeValue(init->type, "acc");
+    BlockWriter loop(w.span());
+    std::vector<ir::Operand> lo = off;
+    lo[axis] = kv;
+    ir::Value part = LoadAt(loop, x, lo, t.rows, t.cols);
+    if (rows) part = loop.Op(*ir::LookupOp("tile.row_" + part_fn), {part});
+    if (cols) part = loop.Op(*ir::LookupOp("tile.col_" + part_fn), {part});
+    ir::Value next = loop.Op(combine, {carried, part});
+    loop.Append(ir::YieldStmt::Make({next}, w.span()));
+    body.Append(ir::ForStmt::Make(kv, ir::Operand::Int(0), axis_extent, ir::Operand::Int(step),
+                                  ir::LoopKind::kSequential, {carried}, {init}, loop.Take(), {acc},
+                                  w.span()));
+    std::vector<ir::Operand> so = off;
+    ir::Value out = acc;
+    if (!keep) {
+      so.erase(so.begin() + axis);
+      if (rows) out = body.Op(OpCode::kTileTranspose, {acc});  // a column becomes a row of dst
+    }
+    StoreAt(body, out, dst, so);
+    outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+  });
+}
+
+void Transpose(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+               const ir::Value& dst) {
+  const ir::Value& x = op.args()[0].value();
+  const int r = x->type.rank();
+  int d0 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim0", -2), r, "", op.span());
+  int d1 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim1", -1), r, "", op.span());
+  if (d0 > d1) std::swap(d0, d1);
+  const auto& dom = dst->type.shape();
+  const bool last_two = r >= 2 && d0 == r - 2 && d1 == r - 1;
+  PTOX_CHECK(d0 == d1 || last_two || d1 < r - 2, op.span())
+      << "tensor.transpose of a leading dim with one of the last two is not supported yet "
+         "(dims " << d0 << ", " << d1 << " of " << x->type.ToString() << ")";
+  Tiling t = CopyTiling(dom, caps);
+  if (last_two) t.rows = t.cols = std::min<int64_t>(64, t.cols);
+  Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+    BlockWriter body(w.span());
+    std::vector<ir::Operand> xo = off;
+    std::swap(xo[d0], xo[d1]);
+    Window win = WindowOf(dom, dom, off, t);
+    ir::Value tile = last_two ? LoadAt(body, x, xo, win.cols, win.rows)
+                              : LoadAt(body, x, xo, win.rows, win.cols);
+    if (last_two) tile = body.Op(OpCode::kTileTranspose, {tile});
+    StoreAt(body, tile, dst, off);
+    outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+  });
+}
+
+// Reshape: the last dim kept (rows regrouped: each 1-row tile finds its source row by index
+// arithmetic), or the last dim split into / merged from the last two (tile.reshape).
+void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+             const ir::Value& dst) {
+  const ir::Value& x = op.args()[0].value();
+  const auto& in = x->type.shape();
+  const auto& out = dst->type.shape();
+  const int ri = static_cast<int>(in.size()), ro = static_cast<int>(out.size());
+  const bool split = ro == ri + 1 && std::equal(in.begin(), in.end() - 1, out.begin()) &&
+                     in.back().is_static() && out[ro - 1].is_static() && out[ro - 2].is_static();
+  const bool merge = ri == ro + 1 && std::equal(out.begin(), out.end() - 1, in.begin()) &&
+                     out.back().is_static() && in[ri - 1].is_static() && in[ri - 2].is_static();
+  if (split || merge) {
+    const auto& lead = split ? in : out;  // leading dims shared by both, plus the flat dim
+    std::vector<NestDim> dims;
+    for (size_t d = 0; d + 1 < lead.size(); ++d) dims.push_back({ext.Of(w, lead[d]), 1, false});
+    Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+      BlockWriter body(w.span());
+      std::vector<ir::Operand> flat = off, pair = off;
+      flat.push_back(ir::Operand::Int(0));
+      pair.insert(pair.end(), {ir::Operand::Int(0), ir::Operand::Int(0)});
+      const int64_t a = (split ? out : in).end()[-2].size, b = (split ? out : in).back().size;
+      ir::Value tile = split ? LoadAt(body, x, flat, 1, a * b) : LoadAt(body, x, pair, a, b);
+      tile = body.Op(OpCode::kTileReshape, {tile}, {},
+                     split ? ir::Type::Tile(a, b, x->type.dtype())
+                           : ir::Type::Tile(1, a * b, x->type.dtype()));
+      StoreAt(body, tile, dst, split ? pair : flat);
+      outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+    });
+    return;
+  }
+  PTOX_CHECK(in.back() == out.back(), op.span())
+      << "tensor.reshape " << x->type.ToString() << " -> " << dst->type.ToString()
+      << " is not supported on compiled targets yet (supported: keeping the last dim, or "
+         "splitting / merging the last dim with static sizes)";
+  Tiling t = CopyTiling(out, caps);
+  t.rows = 1;
+  std::vector<NestDim> dims;
+  for (int d = 0; d + 1 < ro; ++d) dims.push_back({ext.Of(w, out[d]), 1, false});
+  dims.push_back({ext.Of(w, out.back()), t.cols, false});
+  std::vector<ir::Operand> in_ext;
+  for (int d = 0; d + 1 < ri; ++d) in_ext.push_back(ext.Of(w, in[d]));
+  std::vector<ir::Operand> out_ext;
+  for (int d = 0; d + 1 < ro; ++d) out_ext.push_back(dims[d].extent);
+  Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+    // Row-major flat row index of the output row, then the input row it comes from.
+    ir::Operand flat = ir::Operand::Int(0);
+    for (int d = 0; d + 1 < ro; ++d) {
+      ir::Operand scaled = outer.Op(OpCode::kArithMul, {flat, out_ext[d]});
+      flat = outer.Op(OpCode::kArithAdd, {scaled, off[d]});
+    }
+    std::vector<ir::Operand> src(ri);
+    src[ri - 1] = off[ro - 1];
+    for (int d = ri - 2; d >= 0; --d) {
+      src[d] = outer.Op(OpCode::kArithRem, {flat, in_ext[d]});
+      flat = outer.Op(OpCode::kArithDiv, {flat, in_ext[d]});
+    }
+    BlockWriter body(w.span());
+    ir::Value tile = LoadAt(body, x, src, 1, t.cols);
+    StoreAt(body, tile, dst, off);
+    outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+  });
+}
+
+}  // namespace
+
+void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
+               const ir::Value& dst) {
+  ShiftedCopy(w, ext, caps, src, dst, {});
+}
+
+void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+                const ir::OpStmt& store) {
+  const ir::Value& dst = store.args()[1].value();
+  PTOX_ICHECK(store.args()[0].value() == op.result()) << "a standalone op stores its own result";
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kTensorReduce: return Reduce(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorTranspose: return Transpose(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorReshape: return Reshape(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorSlice: {
+      std::vector<ir::Operand> shift(op.args().begin() + 1, op.args().end());
+      // The domain is the slice (dst); the source is read at the slice's offsets.
+      const Tiling t = CopyTiling(dst->type.shape(), caps);
+      const auto& dom = dst->type.shape();
+      const ir::Value& x = op.args()[0].value();
+      Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+        std::vector<ir::Operand> so = off;
+        for (size_t d = 0; d < shift.size(); ++d) so[d] = Add(outer, off[d], shift[d]);
+        BlockWriter body(w.span());
+        Window win = WindowOf(dom, dom, off, t);
+        StoreAt(body, LoadAt(body, x, so, win.rows, win.cols), dst, off);
+        outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+      });
+      return;
+    }
+    case ir::OpFamily::kTensorConcat: {
+      const int r = dst->type.rank();
+      const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), r, "", op.span());
+      int64_t at = 0;
+      for (const ir::Operand& a : op.args()) {
+        std::vector<ir::Operand> shift(r, ir::Operand::Int(0));
+        shift[axis] = ir::Operand::Int(at);
+        ShiftedCopy(w, ext, caps, a.value(), dst, shift);
+        at += a.type().shape()[axis].size;
+      }
+      return;
+    }
+    default: PTOX_ICHECK(false) << ir::OpName(op.op()) << " does not run alone";
+  }
+}
+
+}  // namespace ptox::passes::convert

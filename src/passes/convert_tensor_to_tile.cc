@@ -1,0 +1,433 @@
+// convert-tensor-to-tile: lowers every tensor-level group (an incore scope of tensor ops, see
+// fuse-elementwise) to a nest of parallel loops over the group's domain in tiles, around one
+// tile-level incore scope: leaves are tile.loads (broadcast operands load a 1-row or 1-column
+// tile and combine through row_expand / col_expand), elementwise ops become tile ops of the same
+// name, row reductions tile.row_*, a matmul a K loop of tile.matmul_acc with its epilogue applied
+// to the accumulator, and each group output a tile.store. Ops outside any group are first put in
+// groups of their own, so the pass also works with fusion off.
+//
+// Tile shapes come from the target's capabilities, never its name: elementwise groups size
+// tiles so the values live at once fit the on-chip budget; row groups hold whole rows (the last
+// dim must be static); matmul tiles are the largest square T (K slice 4T) whose A, B, packed-B
+// and C tiles fit in L2. Partial tiles at the end of every dim (static or symbolic) are handled
+// by the tiles' valid regions. Requires: no composites. Establishes: no tensor ops except
+// tensor.empty and tensor.dim. Complexity: O(ops) per group.
+#include "passes/convert_tensor_to_tile.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/type_rules.h"
+#include "passes/tensor_groups.h"
+
+namespace ptox::passes {
+namespace convert {
+
+using ir::OpCode;
+using ir::OpFamily;
+
+int64_t FloorPow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+Extents::Extents(const ir::Func& func) {
+  for (const ir::Param& p : func.params)
+    for (int d = 0; d < p.value->type.rank(); ++d) {
+      const ir::Dim& dim = p.value->type.shape()[d];
+      if (!dim.is_static() && !symbols_.count(dim.sym)) symbols_[dim.sym] = {p.value, d};
+    }
+}
+
+ir::Operand Extents::Of(BlockWriter& w, const ir::Dim& d) {
+  if (d.is_static()) return ir::Operand::Int(d.size);
+  auto it = symbols_.find(d.sym);
+  PTOX_ICHECK(it != symbols_.end()) << "no parameter carries dimension symbol " << d.sym;
+  return w.Op(OpCode::kTensorDim, {it->second.first, ir::Operand::Int(it->second.second)}, {}, {},
+              d.sym);
+}
+
+void Nest(BlockWriter& w, const std::vector<NestDim>& dims, const NestBody& body) {
+  std::vector<ir::Operand> offsets;
+  std::function<void(size_t, BlockWriter&)> level = [&](size_t k, BlockWriter& bw) {
+    if (k == dims.size()) return body(offsets, bw);
+    if (dims[k].whole) {
+      offsets.push_back(ir::Operand::Int(0));
+      level(k + 1, bw);
+      offsets.pop_back();
+      return;
+    }
+    bw.For(ir::Operand::Int(0), dims[k].extent, ir::Operand::Int(dims[k].step),
+           ir::LoopKind::kParallel, [&](const ir::Value& iv, BlockWriter& inner) {
+             offsets.push_back(iv);
+             level(k + 1, inner);
+             offsets.pop_back();
+           });
+  };
+  level(0, w);
+}
+
+std::vector<NestDim> DomainNest(BlockWriter& w, Extents& ext, const std::vector<ir::Dim>& domain,
+                                Tiling t, bool whole_cols) {
+  const int r = static_cast<int>(domain.size());
+  std::vector<NestDim> dims;
+  for (int d = 0; d < r; ++d) {
+    NestDim n{ext.Of(w, domain[d]), 1, false};
+    if (d == r - 1) n.step = t.cols, n.whole = whole_cols;
+    if (d == r - 2) n.step = t.rows;
+    // A static dim one tile covers needs no loop.
+    if (domain[d].is_static() && domain[d].size <= n.step && domain[d].size > 0) n.whole = true;
+    dims.push_back(n);
+  }
+  return dims;
+}
+
+Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& domain,
+                const std::vector<ir::Operand>& offsets, Tiling t) {
+  const int r = static_cast<int>(domain.size()), s = static_cast<int>(shape.size());
+  Window win;
+  for (int k = 0; k < s; ++k) {
+    const int d = k + r - s;
+    const bool bc = shape[k] == ir::Dim::Static(1) && domain[d] != ir::Dim::Static(1);
+    win.offsets.push_back(bc ? ir::Operand::Int(0) : offsets[d]);
+    if (k == s - 1) win.cols = bc ? 1 : t.cols;
+    if (k == s - 2 && d == r - 2) win.rows = bc ? 1 : t.rows;
+  }
+  return win;
+}
+
+}  // namespace convert
+
+namespace {
+
+using convert::Tiling;
+using ir::OpCode;
+using ir::OpFamily;
+
+std::optional<OpCode> TileOp(std::string_view tensor_name, std::string_view prefix) {
+  return ir::LookupOp(std::string(prefix) + std::string(tensor_name.substr(7)));
+}
+
+// Builds the tile-level body of one group at one point of its domain.
+class TileBody {
+ public:
+  TileBody(BlockWriter& w, const std::vector<ir::Dim>& domain,
+           const std::vector<ir::Operand>& offsets, Tiling t)
+      : w_(w), domain_(domain), offsets_(offsets), t_(t) {}
+
+  void Bind(const ir::Value& tensor, ir::Value tile) { tiles_[tensor.get()] = std::move(tile); }
+
+  // The tile of a tensor value: computed in the group, or loaded (a leaf).
+  ir::Value Get(const ir::Value& v) {
+    if (auto it = tiles_.find(v.get()); it != tiles_.end()) return it->second;
+    convert::Window win = convert::WindowOf(v->type.shape(), domain_, offsets_, t_);
+    std::vector<ir::Operand> args = {v};
+    args.insert(args.end(), win.offsets.begin(), win.offsets.end());
+    ir::Value tile = w_.Op(OpCode::kTileLoad, args, {},
+                           ir::Type::Tile(win.rows, win.cols, v->type.dtype()), v->name);
+    tiles_[v.get()] = tile;
+    return tile;
+  }
+
+  void Apply(const ir::OpStmt& op) {
+    const ir::Value& res = op.result();
+    ir::Value tile;
+    switch (ir::FamilyOf(op.op())) {
+      case OpFamily::kTensorBinary: tile = Binary(op); break;
+      case OpFamily::kTensorUnary:
+        tile = w_.Op(*TileOp(ir::OpName(op.op()), "tile."), {Get(op.args()[0].value())}, {}, {},
+                     res->name);
+        break;
+      case OpFamily::kTensorCast: {
+        ir::Value a = Get(op.args()[0].value());
+        tile = w_.Op(OpCode::kTileCast, {a}, {},
+                     ir::Type::Tile(a->type.rows(), a->type.cols(), res->type.dtype()), res->name);
+        break;
+      }
+      case OpFamily::kTensorReduce: {
+        static const std::map<OpCode, OpCode> kRow = {{OpCode::kTensorSum, OpCode::kTileRowSum},
+                                                      {OpCode::kTensorReduceMax, OpCode::kTileRowMax},
+                                                      {OpCode::kTensorReduceMin, OpCode::kTileRowMin}};
+        tile = w_.Op(kRow.at(op.op()), {Get(op.args()[0].value())}, {}, {}, res->name);
+        break;
+      }
+      default: PTOX_ICHECK(false) << ir::OpName(op.op()) << " in an elementwise group";
+    }
+    Bind(res, tile);
+  }
+
+  // Stores value v into dst at this point. A non-keepdims row reduction (dst one rank lower
+  // than the domain) is a column per tile: transposed into a row of dst.
+  void Store(const ir::Value& v, const ir::Value& dst) {
+    ir::Value tile = Get(v);
+    std::vector<ir::Operand> args;
+    if (dst->type.rank() + 1 == static_cast<int>(domain_.size()) && tile->type.cols() == 1) {
+      tile = w_.Op(OpCode::kTileTranspose, {tile});
+      args.assign(offsets_.begin(), offsets_.end() - 1);
+    } else {
+      args = convert::WindowOf(dst->type.shape(), domain_, offsets_, t_).offsets;
+    }
+    args.insert(args.begin(), {tile, dst});
+    w_.Op(OpCode::kTileStore, args);
+  }
+
+ private:
+  std::pair<int64_t, int64_t> Shape(const ir::Value& tile) const {
+    return {tile->type.rows(), tile->type.cols()};
+  }
+
+  // Broadcasts a tile to rows x cols: -0.0 + x is x for every x (signed zeros and NaN included),
+  // so expanding through row_expand_add / col_expand_add of a -0.0 tile is exact.
+  ir::Value Expand(ir::Value a, int64_t rows, int64_t cols) {
+    const DType d = a->type.dtype();
+    auto neg_zero = [&](int64_t r, int64_t c) {
+      return w_.Op(OpCode::kTileFull, {ir::Operand::Float(-0.0)}, {}, ir::Type::Tile(r, c, d));
+    };
+    if (a->type.rows() != rows) {  // a is 1 x c: repeat it down the rows
+      a = w_.Op(OpCode::kTileColExpandAdd, {neg_zero(rows, a->type.cols()), a});
+    }
+    if (a->type.cols() != cols) {  // a is r x 1: repeat it along the columns
+      a = w_.Op(OpCode::kTileRowExpandAdd, {neg_zero(rows, cols), a});
+    }
+    return a;
+  }
+
+  ir::Value Binary(const ir::OpStmt& op) {
+    const ir::Value& res = op.result();
+    const convert::Window want = convert::WindowOf(res->type.shape(), domain_, offsets_, t_);
+    ir::Value a = Get(op.args()[0].value());
+    const ir::Operand& rhs = op.args()[1];
+    const std::string_view name = ir::OpName(op.op());
+    const OpCode tile_op = *TileOp(name, "tile.");
+    if (!rhs.is_value() || !rhs.type().is_tensor())
+      return w_.Op(tile_op, {Expand(a, want.rows, want.cols), rhs}, {}, {}, res->name);
+    ir::Value b = Get(rhs.value());
+    const std::pair<int64_t, int64_t> target = {want.rows, want.cols};
+    if (Shape(a) == target && Shape(b) != target) {
+      // x op per-row / per-column operand: the expand ops combine without a broadcast copy.
+      std::optional<OpCode> row = TileOp(name, "tile.row_expand_");
+      std::optional<OpCode> col = TileOp(name, "tile.col_expand_");
+      if (row && Shape(b) == std::make_pair(want.rows, int64_t{1}))
+        return w_.Op(*row, {a, b}, {}, {}, res->name);
+      if (col && Shape(b) == std::make_pair(int64_t{1}, want.cols))
+        return w_.Op(*col, {a, b}, {}, {}, res->name);
+    }
+    return w_.Op(tile_op, {Expand(a, want.rows, want.cols), Expand(b, want.rows, want.cols)}, {},
+                 {}, res->name);
+  }
+
+  BlockWriter& w_;
+  const std::vector<ir::Dim>& domain_;
+  const std::vector<ir::Operand>& offsets_;
+  Tiling t_;
+  std::unordered_map<const ir::ValueNode*, ir::Value> tiles_;
+};
+
+struct GroupOps {
+  std::vector<const ir::OpStmt*> ops;     // compute ops in order
+  std::vector<const ir::OpStmt*> stores;  // tensor.store of the group's outputs
+};
+
+GroupOps Split(const ir::Block& body) {
+  GroupOps g;
+  for (const auto& s : body) {
+    PTOX_ICHECK(s->kind() == ir::StmtKind::kOp) << "tensor-level incore scopes hold only ops";
+    const auto& op = ir::As<ir::OpStmt>(*s);
+    (op.op() == OpCode::kTensorStore ? g.stores : g.ops).push_back(&op);
+  }
+  return g;
+}
+
+class Converter {
+ public:
+  Converter(const ir::Func& func, const Capabilities& caps) : ext_(func), caps_(caps) {}
+
+  ir::Block Block(const ir::Block& block) {
+    BlockWriter w;
+    for (const ir::StmtRef& s : block) {
+      w.set_span(s->span());
+      switch (s->kind()) {
+        case ir::StmtKind::kIncore: {
+          const auto& in = ir::As<ir::IncoreStmt>(*s);
+          if (IsTensorGroup(in.body())) Group(w, Split(in.body()));
+          else w.Append(s);
+          break;
+        }
+        case ir::StmtKind::kFor: {
+          const auto& f = ir::As<ir::ForStmt>(*s);
+          w.Append(f.WithBody(Block(f.body())));
+          break;
+        }
+        case ir::StmtKind::kIf: {
+          const auto& i = ir::As<ir::IfStmt>(*s);
+          w.Append(ir::IfStmt::Make(i.cond(), Block(i.then_body()), Block(i.else_body()),
+                                    i.results(), i.span()));
+          break;
+        }
+        case ir::StmtKind::kOp: {
+          const auto& op = ir::As<ir::OpStmt>(*s);
+          if (op.op() == OpCode::kTensorStore)
+            convert::LowerCopy(w, ext_, caps_, op.args()[0].value(), op.args()[1].value());
+          else
+            w.Append(s);
+          break;
+        }
+        case ir::StmtKind::kYield: w.Append(s); break;
+      }
+    }
+    return w.Take();
+  }
+
+ private:
+  static bool IsTensorGroup(const ir::Block& body) {
+    for (const auto& s : body)
+      if (s->kind() == ir::StmtKind::kOp &&
+          ir::IsTensorLevel(ir::FamilyOf(ir::As<ir::OpStmt>(*s).op())))
+        return true;
+    return false;
+  }
+
+  void Group(BlockWriter& w, const GroupOps& g) {
+    if (g.ops.empty()) return;  // a group whose values nobody uses
+    const ir::OpStmt& first = *g.ops[0];
+    const OpFamily f = ir::FamilyOf(first.op());
+    if (f == OpFamily::kTensorMatmul) return Matmul(w, g);
+    const bool row_reduce = ReducesLastAxis(first) &&
+                            first.args()[0].type().shape().back().is_static();
+    if (f == OpFamily::kTensorReduce && !row_reduce) return Alone(w, g);
+    if (f == OpFamily::kTensorReshape || f == OpFamily::kTensorTranspose ||
+        f == OpFamily::kTensorSlice || f == OpFamily::kTensorConcat)
+      return Alone(w, g);
+    Elementwise(w, g);
+  }
+
+  void Alone(BlockWriter& w, const GroupOps& g) {
+    PTOX_ICHECK(g.ops.size() == 1 && g.stores.size() == 1) << "a standalone op has one output";
+    convert::LowerAlone(w, ext_, caps_, *g.ops[0], *g.stores[0]);
+  }
+
+  // Tile extents for an elementwise / row group: whole rows when `row`, else up to 2048
+  // columns; rows so that the values live at once (inputs plus two) fit the on-chip budget,
+  // keeping at least 8 tasks where the shape allows.
+  Tiling ElementwiseTiling(const std::vector<ir::Dim>& domain, const GroupOps& g, bool row) const {
+    const int r = static_cast<int>(domain.size());
+    const ir::Dim& c = domain.back();
+    Tiling t;
+    t.cols = row ? c.size : (c.is_static() ? std::clamp<int64_t>(c.size, 1, 2048) : 1024);
+    if (r == 1) return t;
+    std::unordered_set<const ir::ValueNode*> defined, leaves;
+    for (const auto* op : g.ops) defined.insert(op->result().get());
+    for (const auto* op : g.ops)
+      for (const auto& a : op->args())
+        if (a.is_value() && a.type().is_tensor() && !defined.count(a.value().get()))
+          leaves.insert(a.value().get());
+    const int64_t live = 2 + static_cast<int64_t>(leaves.size());
+    const int64_t elems = std::max<int64_t>(1, caps_.onchip_budget_bytes / (4 * live));
+    t.rows = std::clamp<int64_t>(convert::FloorPow2(std::max<int64_t>(1, elems / t.cols)), 1, 1024);
+    int64_t outer = 1;  // static tasks outside the row dim
+    for (int d = 0; d + 2 < r; ++d) outer *= domain[d].is_static() ? domain[d].size : 8;
+    if (!row && c.is_static()) outer *= (c.size + t.cols - 1) / t.cols;
+    const ir::Dim& rows = domain[r - 2];
+    if (rows.is_static())
+      while (t.rows > 1 && outer * ((rows.size + t.rows - 1) / t.rows) < 8) t.rows /= 2;
+    return t;
+  }
+
+  void Elementwise(BlockWriter& w, const GroupOps& g) {
+    const std::vector<ir::Dim>& domain = GroupDomain(*g.ops[0]);
+    bool row = false;
+    for (const auto* op : g.ops) row |= ir::FamilyOf(op->op()) == OpFamily::kTensorReduce;
+    for (const auto* op : g.ops)
+      row |= domain.size() > 0 && op->result()->type.shape() != domain;
+    PTOX_CHECK(!row || domain.back().is_static(), w.span())
+        << "a row group needs a static last dim, got "
+        << ir::Type::Tensor(domain, DType::kF32).ToString();
+    const Tiling t = ElementwiseTiling(domain, g, row);
+    auto dims = convert::DomainNest(w, ext_, domain, t, row);
+    convert::Nest(w, dims, [&](const std::vector<ir::Operand>& offsets, BlockWriter& outer) {
+      BlockWriter body(w.span());
+      TileBody tb(body, domain, offsets, t);
+      for (const auto* op : g.ops) tb.Apply(*op);
+      for (const auto* st : g.stores) tb.Store(st->args()[0].value(), st->args()[1].value());
+      outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+    });
+  }
+
+  // Matmul tiles: M x N outputs of T x T with K slices of 4T, T the largest power of two with
+  // A, B, packed B (T x 4T each) and C (T x T) f32 tiles inside L2; skinny M (<= 16) keeps all
+  // rows in one tile and takes 512-wide column stripes over 256-deep K slices.
+  Tiling MatmulTiling(int64_t m, int64_t n, int64_t k, int64_t* tk) const {
+    int64_t tile = 16;
+    while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= caps_.l2_bytes) tile *= 2;
+    Tiling t{tile, tile};
+    *tk = 4 * tile;
+    if (m > 0 && m <= 16) t = {m, 512}, *tk = 256;
+    if (m > 0) t.rows = std::min(t.rows, m);
+    if (n > 0) t.cols = std::min(t.cols, n);
+    if (k > 0) *tk = std::min(*tk, k);
+    return t;
+  }
+
+  void Matmul(BlockWriter& w, const GroupOps& g) {
+    const ir::OpStmt& mm = *g.ops[0];
+    const ir::Value& a = mm.args()[0].value();
+    const ir::Value& b = mm.args()[1].value();
+    const bool tb = ir::BoolAttr(mm.attrs(), "transpose_b", false);
+    const std::vector<ir::Dim>& domain = mm.result()->type.shape();
+    const int r = static_cast<int>(domain.size());
+    const ir::Dim& kd = a->type.shape().back();
+    auto size = [](const ir::Dim& d) { return d.is_static() ? d.size : int64_t{0}; };
+    int64_t tk = 0;
+    const Tiling t = MatmulTiling(size(domain[r - 2]), size(domain[r - 1]), size(kd), &tk);
+    const ir::Operand k_extent = ext_.Of(w, kd);
+    auto dims = convert::DomainNest(w, ext_, domain, t, false);
+    convert::Nest(w, dims, [&](const std::vector<ir::Operand>& offsets, BlockWriter& outer) {
+      BlockWriter body(w.span());
+      ir::Value zero = body.Op(OpCode::kTileFull, {ir::Operand::Float(0.0)}, {},
+                               ir::Type::Tile(t.rows, t.cols, DType::kF32), "zero");
+      ir::Value acc = ir::MakeValue(zero->type, "acc"), partial = ir::MakeValue(zero->type, "p");
+      ir::Value kv = ir::MakeValue(ir::Type::Scalar(DType::kIndex), "k");
+      BlockWriter kloop(w.span());
+      std::vector<ir::Operand> ao(offsets.begin(), offsets.end() - 1), bo;
+      ao.push_back(kv);
+      if (b->type.rank() > 2) bo.assign(offsets.begin(), offsets.end() - 2);
+      bo.push_back(tb ? offsets[r - 1] : ir::Operand(kv));
+      bo.push_back(tb ? ir::Operand(kv) : offsets[r - 1]);
+      ao.insert(ao.begin(), a);
+      bo.insert(bo.begin(), b);
+      ir::Value ta = kloop.Op(OpCode::kTileLoad, ao, {}, ir::Type::Tile(t.rows, tk, a->type.dtype()), "ta");
+      ir::Value tbv = kloop.Op(OpCode::kTileLoad, bo, {},
+                               tb ? ir::Type::Tile(t.cols, tk, b->type.dtype())
+                                  : ir::Type::Tile(tk, t.cols, b->type.dtype()), "tb");
+      ir::Attrs attrs;
+      if (tb) attrs["transpose_b"] = true;
+      ir::Value next = kloop.Op(OpCode::kTileMatmulAcc, {partial, ta, tbv}, attrs, {}, "next");
+      kloop.Append(ir::YieldStmt::Make({next}, w.span()));
+      body.Append(ir::ForStmt::Make(kv, ir::Operand::Int(0), k_extent, ir::Operand::Int(tk),
+                                    ir::LoopKind::kSequential, {partial}, {zero}, kloop.Take(),
+                                    {acc}, w.span()));
+      TileBody epilogue(body, domain, offsets, t);
+      epilogue.Bind(mm.result(), acc);
+      for (size_t i = 1; i < g.ops.size(); ++i) epilogue.Apply(*g.ops[i]);
+      for (const auto* st : g.stores) epilogue.Store(st->args()[0].value(), st->args()[1].value());
+      outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+    });
+  }
+
+  convert::Extents ext_;
+  const Capabilities& caps_;
+};
+
+}  // namespace
+
+ir::Module ConvertTensorToTile(const ir::Module& module, const PassContext& ctx) {
+  return MapFuncs(module, [&](const ir::Func& f) {
+    ir::Func grouped = f;
+    grouped.body = FormGroups(f, /*fuse=*/false);  // what fusion left outside a group
+    return Converter(grouped, ctx.caps).Block(grouped.body);
+  });
+}
+
+}  // namespace ptox::passes

@@ -1,0 +1,70 @@
+// Shared pieces of convert-tensor-to-tile: loop nests over a tensor domain in tiles, and the
+// lowering of ops that run as kernels of their own (convert_layout.cc).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+
+namespace ptox::passes::convert {
+
+// Index operands for the dims of tensors: immediates for static dims, tensor.dim of a parameter
+// carrying the symbol otherwise (emitted once per group, before its loops).
+class Extents {
+ public:
+  explicit Extents(const ir::Func& func);
+  ir::Operand Of(BlockWriter& w, const ir::Dim& d);
+
+ private:
+  std::map<std::string, std::pair<ir::Value, int>> symbols_;
+};
+
+// One tiled dim of a loop nest: its extent, the step (1, or a tile extent) and whether one tile
+// covers it statically (then there is no loop and its offset is 0).
+struct NestDim {
+  ir::Operand extent;
+  int64_t step = 1;
+  bool whole = false;
+};
+
+// Emits parallel loops over `dims` (outermost first); `body` gets one offset per dim and writes
+// the innermost block (usually one incore scope).
+using NestBody = std::function<void(const std::vector<ir::Operand>& offsets, BlockWriter& w)>;
+void Nest(BlockWriter& w, const std::vector<NestDim>& dims, const NestBody& body);
+
+// The tile extents of a domain: rows cover dim rank-2, cols dim rank-1 (rank-1 domains: 1 x cols).
+struct Tiling {
+  int64_t rows = 1, cols = 1;
+};
+
+// The nest of a domain tiled by `t` (leading dims step 1); `whole_cols` skips the column loop.
+std::vector<NestDim> DomainNest(BlockWriter& w, Extents& ext, const std::vector<ir::Dim>& domain,
+                                Tiling t, bool whole_cols);
+
+// The tile a tensor of `shape` contributes at one point of the domain: broadcast dims (static 1
+// where the domain is not) keep extent 1 and offset 0; the rest follow the domain's offsets.
+struct Window {
+  std::vector<ir::Operand> offsets;
+  int64_t rows = 1, cols = 1;
+};
+Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& domain,
+                const std::vector<ir::Operand>& offsets, Tiling t);
+
+// Ops that run alone (convert_layout.cc): reductions not along a static last axis, reshape,
+// transpose, slice, concat. `store` is the group's one tensor.store of the op's result.
+void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+                const ir::OpStmt& store);
+
+// A copy of a whole tensor into another of the same shape (a bare tensor.store).
+void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
+               const ir::Value& dst);
+
+// Largest power of two <= x (x >= 1).
+int64_t FloorPow2(int64_t x);
+
+}  // namespace ptox::passes::convert

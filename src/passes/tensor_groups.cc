@@ -1,0 +1,320 @@
+// Group formation for tensor ops (see tensor_groups.h).
+//
+// Rules, per block, in program order: a tensor op X joins an open group G of one of its operands
+// (latest first) when
+//   - G is an elementwise, row-reduction or matmul group (layout ops and other reductions stay
+//     alone), and X is elementwise with G's domain shape, or (not for matmul groups) X is
+//     elementwise with the row shape (last dim 1) of a domain whose last dim is static, or X
+//     reduces G's domain along its static last axis;
+//   - every operand of X is a value of G (not a non-keepdims reduction result), a value of a
+//     group created before G, or a value defined before G's first op;
+//   - no statement between G's first op and X may write memory (a store, a tile-level scope):
+//     moving X up to G's position must not move a read across a write.
+// Joining only groups whose inputs precede them keeps the group graph acyclic: each group runs
+// at its first op's position. A value used outside its group is stored to a tensor.empty buffer
+// (or straight into an `out` parameter when its only use is a tensor.store there and nothing else
+// touches that parameter), and later uses read the buffer. Complexity: O(ops x groups).
+#include "passes/tensor_groups.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/type_rules.h"
+#include "passes/rewrite.h"
+
+namespace ptox::passes {
+
+bool ReducesLastAxis(const ir::OpStmt& op) {
+  const ir::Type& in = op.args()[0].type();
+  return ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce &&
+         ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), in.rank(), "", op.span()) ==
+             in.rank() - 1;
+}
+
+const std::vector<ir::Dim>& GroupDomain(const ir::OpStmt& first) {
+  if (ir::FamilyOf(first.op()) == ir::OpFamily::kTensorReduce) return first.args()[0].type().shape();
+  return first.result()->type.shape();
+}
+
+namespace {
+
+enum class GroupKind { kElementwise, kRow, kMatmul, kAlone };
+
+struct Group {
+  size_t first;  // statement index of the first op
+  GroupKind kind;
+  std::vector<ir::Dim> domain;
+  std::vector<size_t> members;
+};
+
+bool IsElementwise(ir::OpFamily f) {
+  return f == ir::OpFamily::kTensorBinary || f == ir::OpFamily::kTensorUnary ||
+         f == ir::OpFamily::kTensorCast;
+}
+bool IsGroupable(const ir::Stmt& s) {
+  if (s.kind() != ir::StmtKind::kOp) return false;
+  ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(s).op());
+  return ir::IsTensorLevel(f) && f != ir::OpFamily::kTensorEmpty &&
+         f != ir::OpFamily::kTensorStore && f != ir::OpFamily::kComposite;
+}
+
+// Whether a statement may write memory: stores, tile-level scopes, and anything holding them.
+bool MayWrite(const ir::Stmt& s) {
+  switch (s.kind()) {
+    case ir::StmtKind::kOp: return ir::HasNoResult(ir::FamilyOf(ir::As<ir::OpStmt>(s).op()));
+    case ir::StmtKind::kYield: return false;
+    default: return true;
+  }
+}
+
+std::vector<ir::Dim> RowShape(std::vector<ir::Dim> d) {
+  d.back() = ir::Dim::Static(1);
+  return d;
+}
+
+// Values each statement reads (nested blocks included).
+void Reads(const ir::Stmt& s, std::vector<const ir::ValueNode*>& out) {
+  auto add = [&](const ir::Operand& o) {
+    if (o.is_value()) out.push_back(o.value().get());
+  };
+  auto block = [&](const ir::Block& b) {
+    for (const auto& t : b) Reads(*t, out);
+  };
+  switch (s.kind()) {
+    case ir::StmtKind::kOp: for (const auto& a : ir::As<ir::OpStmt>(s).args()) add(a); break;
+    case ir::StmtKind::kFor: {
+      const auto& f = ir::As<ir::ForStmt>(s);
+      add(f.lb()), add(f.ub()), add(f.step());
+      for (const auto& o : f.inits()) add(o);
+      block(f.body());
+      break;
+    }
+    case ir::StmtKind::kIf: {
+      const auto& i = ir::As<ir::IfStmt>(s);
+      add(i.cond());
+      block(i.then_body()), block(i.else_body());
+      break;
+    }
+    case ir::StmtKind::kIncore: block(ir::As<ir::IncoreStmt>(s).body()); break;
+    case ir::StmtKind::kYield: for (const auto& a : ir::As<ir::YieldStmt>(s).values()) add(a); break;
+  }
+}
+
+class Grouper {
+ public:
+  Grouper(const ir::Func& func, bool fuse) : func_(func), fuse_(fuse) {
+    for (const ir::Param& p : func.params) {
+      directions_[p.value.get()] = p.dir;
+      for (int d = 0; d < p.value->type.rank(); ++d) {
+        const ir::Dim& dim = p.value->type.shape()[d];
+        if (!dim.is_static() && !symbols_.count(dim.sym)) symbols_[dim.sym] = {p.value, d};
+      }
+    }
+    CountUses(func.body);
+  }
+
+  ir::Block Run(const ir::Block& block) {
+    groups_.clear();
+    group_of_.clear();
+    def_index_.clear();
+    const size_t n = block.size();
+    std::vector<int> member_of(n, -1);
+    size_t last_write = 0;  // 1 + index of the last memory-writing statement
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Stmt& s = *block[i];
+      if (IsGroupable(s)) {
+        int g = Place(ir::As<ir::OpStmt>(s), i, last_write);
+        member_of[i] = g;
+        group_of_[ir::As<ir::OpStmt>(s).result().get()] = g;
+      } else if (MayWrite(s)) {
+        last_write = i + 1;
+      }
+      Define(s, i);
+    }
+    return Emit(block, member_of);
+  }
+
+ private:
+  void Define(const ir::Stmt& s, size_t i) {
+    if (s.kind() == ir::StmtKind::kOp)
+      for (const auto& r : ir::As<ir::OpStmt>(s).results()) def_index_[r.get()] = i;
+    if (s.kind() == ir::StmtKind::kFor)
+      for (const auto& r : ir::As<ir::ForStmt>(s).results()) def_index_[r.get()] = i;
+    if (s.kind() == ir::StmtKind::kIf)
+      for (const auto& r : ir::As<ir::IfStmt>(s).results()) def_index_[r.get()] = i;
+  }
+
+  void CountUses(const ir::Block& b) {
+    for (const auto& s : b) {
+      std::vector<const ir::ValueNode*> reads;
+      Reads(*s, reads);
+      for (auto* v : reads) ++uses_[v];
+    }
+  }
+
+  // The group op `x` at statement `i` joins, or a new one; returns its index.
+  int Place(const ir::OpStmt& x, size_t i, size_t last_write) {
+    if (fuse_) {
+      for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g)
+        if (Operand(x, g) && groups_[g].first >= last_write && CanJoin(x, groups_[g], g)) {
+          groups_[g].members.push_back(i);
+          if (ir::FamilyOf(x.op()) == ir::OpFamily::kTensorReduce) groups_[g].kind = GroupKind::kRow;
+          return g;
+        }
+    }
+    Group g{i, GroupKind::kAlone, GroupDomain(x), {i}};
+    const ir::OpFamily f = ir::FamilyOf(x.op());
+    if (IsElementwise(f)) g.kind = GroupKind::kElementwise;
+    if (f == ir::OpFamily::kTensorMatmul) g.kind = GroupKind::kMatmul;
+    if (ReducesLastAxis(x) && x.args()[0].type().shape().back().is_static()) g.kind = GroupKind::kRow;
+    groups_.push_back(std::move(g));
+    return static_cast<int>(groups_.size()) - 1;
+  }
+
+  // Whether one of x's operands is a value of group g.
+  bool Operand(const ir::OpStmt& x, int g) const {
+    for (const auto& a : x.args()) {
+      if (!a.is_value()) continue;
+      auto it = group_of_.find(a.value().get());
+      if (it != group_of_.end() && it->second == g) return true;
+    }
+    return false;
+  }
+
+  bool CanJoin(const ir::OpStmt& x, const Group& g, int gi) const {
+    if (g.kind == GroupKind::kAlone) return false;
+    const ir::OpFamily f = ir::FamilyOf(x.op());
+    const bool static_last = g.domain.back().is_static();
+    if (IsElementwise(f)) {
+      const auto& shape = x.result()->type.shape();
+      bool row = g.kind != GroupKind::kMatmul && static_last && shape == RowShape(g.domain);
+      if (shape != g.domain && !row) return false;
+    } else if (ReducesLastAxis(x)) {
+      if (g.kind == GroupKind::kMatmul || !static_last || x.args()[0].type().shape() != g.domain)
+        return false;
+    } else {
+      return false;
+    }
+    for (const auto& a : x.args()) {
+      if (!a.is_value()) continue;
+      auto it = group_of_.find(a.value().get());
+      if (it != group_of_.end()) {
+        if (it->second > gi) return false;
+        // A value of g must be of the domain or row shape (not a non-keepdims reduction).
+        const auto& shape = a.type().shape();
+        if (it->second == gi && shape != g.domain && shape != RowShape(g.domain)) return false;
+        continue;
+      }
+      auto d = def_index_.find(a.value().get());
+      if (d != def_index_.end() && d->second >= g.first) return false;
+    }
+    return true;
+  }
+
+  // An index operand for each symbolic dim of `t` (tensor.dim of a parameter carrying it).
+  std::vector<ir::Operand> Sizes(BlockWriter& w, const ir::Type& t) {
+    std::vector<ir::Operand> sizes;
+    for (const ir::Dim& d : t.shape()) {
+      if (d.is_static()) continue;
+      auto it = symbols_.find(d.sym);
+      PTOX_ICHECK(it != symbols_.end()) << "no parameter carries dimension symbol " << d.sym;
+      sizes.push_back(w.Op(ir::OpCode::kTensorDim,
+                           {it->second.first, ir::Operand::Int(it->second.second)}, {}, {},
+                           d.sym));
+    }
+    return sizes;
+  }
+
+  // Where group g's value v goes: an `out` parameter its only use stores it into, or a buffer.
+  ir::Value Destination(BlockWriter& w, const ir::Value& v, const ir::Block& block,
+                        const std::vector<int>& member_of, int g, std::vector<bool>& dropped) {
+    std::vector<size_t> users;
+    for (size_t i = 0; i < block.size(); ++i) {
+      if (member_of[i] == g) continue;
+      std::vector<const ir::ValueNode*> reads;
+      Reads(*block[i], reads);
+      if (std::count(reads.begin(), reads.end(), v.get()) > 0) users.push_back(i);
+    }
+    if (users.size() == 1 && uses_[v.get()] == 1 && block[users[0]]->kind() == ir::StmtKind::kOp) {
+      const auto& st = ir::As<ir::OpStmt>(*block[users[0]]);
+      if (st.op() == ir::OpCode::kTensorStore && st.args()[0].is_value() &&
+          st.args()[0].value() == v) {
+        const ir::Value& dst = st.args()[1].value();
+        auto dir = directions_.find(dst.get());
+        if (dir != directions_.end() && dir->second == ir::Direction::kOut && uses_[dst.get()] == 1) {
+          dropped[users[0]] = true;
+          return dst;
+        }
+      }
+    }
+    if (users.empty()) return nullptr;
+    return w.Op(ir::OpCode::kTensorEmpty, Sizes(w, v->type), {}, v->type, "buf");
+  }
+
+  ir::Block Emit(const ir::Block& block, const std::vector<int>& member_of) {
+    std::vector<bool> dropped(block.size(), false);
+    Substitution subst;
+    BlockWriter out;
+    for (size_t i = 0; i < block.size(); ++i) {
+      const int g = member_of[i];
+      if (dropped[i] || (g >= 0 && groups_[g].first != i)) continue;
+      if (g < 0) {
+        out.Append(Substitute(block[i], subst));
+        continue;
+      }
+      out.set_span(block[i]->span());
+      BlockWriter body(block[i]->span());
+      for (size_t m : groups_[g].members) body.Append(Substitute(block[m], subst));
+      for (size_t m : groups_[g].members) {
+        const ir::Value& v = ir::As<ir::OpStmt>(*block[m]).result();
+        ir::Value dst = Destination(out, v, block, member_of, g, dropped);
+        if (!dst) continue;
+        body.Op(ir::OpCode::kTensorStore, {v, dst});
+        subst[v.get()] = dst;
+      }
+      out.Append(ir::IncoreStmt::Make(body.Take(), block[i]->span()));
+    }
+    return out.Take();
+  }
+
+  const ir::Func& func_;
+  bool fuse_;
+  std::unordered_map<const ir::ValueNode*, ir::Direction> directions_;
+  std::map<std::string, std::pair<ir::Value, int>> symbols_;
+  std::unordered_map<const ir::ValueNode*, int> uses_;
+  std::vector<Group> groups_;
+  std::unordered_map<const ir::ValueNode*, int> group_of_;
+  std::unordered_map<const ir::ValueNode*, size_t> def_index_;
+};
+
+ir::Block GroupBlock(Grouper& grouper, const ir::Block& block);
+
+ir::StmtRef GroupNested(Grouper& grouper, const ir::StmtRef& s) {
+  if (s->kind() == ir::StmtKind::kFor) {
+    const auto& f = ir::As<ir::ForStmt>(*s);
+    return f.WithBody(GroupBlock(grouper, f.body()));
+  }
+  if (s->kind() == ir::StmtKind::kIf) {
+    const auto& i = ir::As<ir::IfStmt>(*s);
+    return ir::IfStmt::Make(i.cond(), GroupBlock(grouper, i.then_body()),
+                            GroupBlock(grouper, i.else_body()), i.results(), i.span());
+  }
+  return s;  // incore scopes (tile level, or groups already formed) stay as they are
+}
+
+ir::Block GroupBlock(Grouper& grouper, const ir::Block& block) {
+  ir::Block nested;
+  for (const auto& s : block) nested.push_back(GroupNested(grouper, s));
+  return grouper.Run(nested);
+}
+
+}  // namespace
+
+ir::Block FormGroups(const ir::Func& func, bool fuse) {
+  Grouper grouper(func, fuse);
+  return GroupBlock(grouper, func.body);
+}
+
+}  // namespace ptox::passes

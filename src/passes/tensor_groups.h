@@ -1,0 +1,23 @@
+// Tensor-level kernel groups: partitions the tensor ops of each block into groups that each
+// become one `incore` scope (one kernel), materializing values that cross groups in
+// tensor.empty buffers. Shared by fuse-elementwise (fusing policy) and convert-tensor-to-tile
+// (one op per group, for whatever fusion left outside a scope).
+#pragma once
+
+#include "ir/ir.h"
+
+namespace ptox::passes {
+
+// Rewrites `func`'s body so every tensor compute op outside an incore scope sits in a
+// tensor-level incore group. With `fuse`, an op joins the group of one of its operands when the
+// group can compute it in the same tile loop (docs/passes/fuse-elementwise.md); otherwise every
+// op is a group of its own.
+ir::Block FormGroups(const ir::Func& func, bool fuse);
+
+// The iteration domain of a group's first op: a matmul's or elementwise op's result shape, a
+// reduction's input shape.
+const std::vector<ir::Dim>& GroupDomain(const ir::OpStmt& first);
+// Whether a reduction runs along its operand's last axis.
+bool ReducesLastAxis(const ir::OpStmt& op);
+
+}  // namespace ptox::passes
