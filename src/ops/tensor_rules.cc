@@ -8,10 +8,6 @@
 
 namespace ptox::ir {
 
-std::string ShapeString(const std::vector<Dim>& shape) {
-  return Type::Tensor(shape, DType::kF32).ToString();
-}
-
 std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
                                                 const std::vector<Dim>& b) {
   const size_t r = std::max(a.size(), b.size());
