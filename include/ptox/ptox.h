@@ -129,7 +129,10 @@ Result<int64_t> ClearCache();
 // outputs: 0 when every op is exact (elementwise, casts, layout, max / min), else K * 2^-23 for
 // the longest reordered reduction (row_sum / col_sum length, matmul K) — an output element then
 // agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound).
-Result<double> ReorderBound(const Program& program, std::string_view function = {});
+// Tensor-level sums (tensor.sum, matmul, softmax, norms) are lowered to tiles of any shape and
+// may feed each other, so their term counts add up; bounds over symbolic dims need `args`.
+Result<double> ReorderBound(const Program& program, std::string_view function = {},
+                            const std::vector<Arg>& args = {});
 
 // Chrome / Perfetto trace JSON for a run's tasks (a track per worker, a slice per task).
 std::string ChromeTraceJson(const std::vector<TaskTrace>& trace);

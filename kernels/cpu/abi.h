@@ -8,7 +8,10 @@ namespace ptox::cpu {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI or the tile library's semantics change; part of every cache key.
-inline constexpr int kAbiVersion = 2;
+inline constexpr int kAbiVersion = 3;
+
+// Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
+enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
 
 struct TensorArg {
   void* data;
@@ -30,7 +33,8 @@ struct ErrorBuf {
   char message[512];
 };
 
-// One region a task reads or writes: the half-open box [lo, hi) of tensor parameter `tensor`.
+// One region a task reads or writes: the half-open box [lo, hi) of tensor `tensor` — a parameter
+// index, or an id returned by Runtime::alloc.
 struct AccessDesc {
   int64_t tensor;
   int64_t write;  // 0: read, 1: write
@@ -53,12 +57,25 @@ struct TaskDesc {
   int64_t flops;     // estimate, for profiles
 };
 
+// What the orchestration asks the host for at a tensor.empty.
+struct AllocDesc {
+  int64_t dtype;  // a DT
+  int64_t element_bytes;
+  int64_t rank;
+  int64_t shape[kMaxRank];  // every size >= 0
+  const char* label;        // "%tmp (tensor.empty at 3:10)", for the host's messages
+};
+
 // The host runtime as seen by generated orchestration code: submit() queues a task whose
-// dependencies the runtime infers from its accesses. Tensor arguments stay valid until the host
-// has waited for every task.
+// dependencies the runtime infers from its accesses. alloc() makes a new zero-filled, 64-byte
+// aligned, contiguous tensor; *out points at its descriptor (owned by the host). It returns the
+// tensor's id for AccessDesc::tensor (the parameters come first: the k-th allocation of a run is
+// params + k), or -1 when it cannot allocate (the byte size overflows, out of memory). Tensor
+// arguments and allocated tensors stay valid until the host has waited for every task.
 struct Runtime {
   void* ctx;
   void (*submit)(void* ctx, const TaskDesc* task);
+  int64_t (*alloc)(void* ctx, const AllocDesc* desc, const TensorArg** out);
 };
 
 // The entry point every generated module exports: runs the orchestration (submitting tasks) and

@@ -15,8 +15,7 @@
 
 namespace ptox::cpu {
 
-enum class DT { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
-
+// DT, the dtype enum, is part of the ABI (kernels/cpu/abi.h).
 constexpr bool IsFloatDT(DT d) { return d == DT::kF32 || d == DT::kF16 || d == DT::kBF16; }
 
 // How a tile of each dtype is held: floats as f32 (bf16 / f16 values exactly representable in

@@ -1,5 +1,6 @@
 // tile.load / tile.store / tile.full and tile copies: moving tiles between caller tensors (any
-// strides, any alignment) and registers-or-stack tiles, with bounds checks and edge tiles.
+// strides, any alignment) and registers-or-stack tiles, with bounds checks and edge tiles; and
+// tensor.empty, which asks the host for a new tensor.
 #pragma once
 
 #include <algorithm>
@@ -160,6 +161,45 @@ void SetValid(Tile<D, R, C>& t, int64_t vr, int64_t vc) {
   t.vc = vc;
   for (int64_t r = 0; r < R; ++r)
     for (int64_t c = (r < vr ? vc : 0); c < C; ++c) t.at(r, c) = Storage<D>{};
+}
+
+// tensor.empty in the orchestration: a new zero-filled contiguous tensor of `shape` from the host,
+// valid until the host has waited for every task; *id is its tensor id for task accesses. A
+// negative size, a byte size past int64 or a failed allocation raises an error (the result is
+// then an empty descriptor the caller must not use).
+template <DT D>
+const TensorArg& Empty(Ctx& ctx, const Runtime* rt, std::initializer_list<int64_t> shape,
+                       const char* where, const char* label, int64_t* id) {
+  static const TensorArg kNone{};
+  AllocDesc desc{};
+  desc.dtype = static_cast<int64_t>(D);
+  desc.element_bytes = sizeof(Memory<D>);
+  desc.rank = static_cast<int64_t>(shape.size());
+  desc.label = label;
+  bool zero = false;
+  for (int64_t d = 0; d < desc.rank; ++d) {
+    const int64_t s = shape.begin()[d];
+    if (s < 0) {
+      ctx.Error("%s: size %lld of dim %lld is negative", where, static_cast<long long>(s),
+                static_cast<long long>(d));
+      return kNone;
+    }
+    desc.shape[d] = s;
+    zero |= s == 0;
+  }
+  int64_t bytes = zero ? 0 : desc.element_bytes;
+  double approx = static_cast<double>(desc.element_bytes);
+  bool overflow = false;
+  for (int64_t d = 0; d < desc.rank && !zero; ++d) {
+    overflow |= __builtin_mul_overflow(bytes, desc.shape[d], &bytes);
+    approx *= static_cast<double>(desc.shape[d]);
+  }
+  const TensorArg* t = nullptr;
+  *id = overflow ? -1 : rt->alloc(rt->ctx, &desc, &t);
+  if (*id >= 0 && t != nullptr) return *t;
+  if (overflow) ctx.Error("%s: cannot allocate %.4g bytes (more than 2^63)", where, approx);
+  else ctx.Error("%s: cannot allocate %lld bytes", where, static_cast<long long>(bytes));
+  return kNone;
 }
 
 }  // namespace ptox::cpu

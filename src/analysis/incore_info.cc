@@ -39,10 +39,10 @@ class Walker {
         for (const ir::Operand& a : op.args()) Use(a);
         ir::OpFamily f = ir::FamilyOf(op.op());
         if (f == ir::OpFamily::kLoad || f == ir::OpFamily::kStore) {
-          const ir::Operand& t = op.args()[f == ir::OpFamily::kLoad ? 0 : 1];
-          auto it = params_.find(t.value().get());
-          PTOX_ICHECK(it != params_.end()) << "tensor operand is not a parameter";
-          info_.accesses.push_back({&op, it->second, f == ir::OpFamily::kStore});
+          const ir::Value& t = op.args()[f == ir::OpFamily::kLoad ? 0 : 1].value();
+          auto it = params_.find(t.get());
+          info_.accesses.push_back(
+              {&op, t, it == params_.end() ? -1 : it->second, f == ir::OpFamily::kStore});
         }
         for (const ir::Value& r : op.results()) Def(r);
         break;

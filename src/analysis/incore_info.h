@@ -12,7 +12,9 @@ namespace ptox::analysis {
 
 struct AccessSite {
   const ir::OpStmt* op;  // a tile.load or tile.store
-  int param;             // index of the tensor parameter it reads or writes
+  ir::Value tensor;      // the tensor it reads or writes: a parameter, or a value made outside
+                         // the scope (tensor.empty)
+  int param;             // index of that parameter, or -1 when the tensor is not a parameter
   bool write;
 };
 
@@ -24,7 +26,8 @@ struct IncoreInfo {
   std::unordered_map<const ir::ValueNode*, const ir::ForStmt*> outer_bounded_ivs;
 };
 
-// Analyzes one incore scope of `func` (tensors are always parameters at tile level).
+// Analyzes one incore scope of `func`. Accessed tensors are live-ins: parameters or tensors the
+// orchestration made (tensor.empty).
 IncoreInfo AnalyzeIncore(const ir::Func& func, const ir::IncoreStmt& scope);
 
 }  // namespace ptox::analysis

@@ -1,11 +1,471 @@
-// Tensor-level ops in the reference interpreter (to be implemented).
-#include "interp/eval.h"
+// Tensor-level ops in the reference interpreter: operands are read from any tensor view into dense
+// f32 values, each op computes in f32 and rounds to the dtype, and results live in Env storage.
+#include "interp/eval_tensor.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "kernels/scalar.h"
+#include "ops/type_rules.h"
 
 namespace ptox::interp {
+namespace {
 
-std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env&) {
-  PTOX_UNSUPPORTED() << "the interpreter cannot run " << OpWhere(op) << " yet";
-  return std::nullopt;
+// Keeps element offsets and byte sizes far from int64 overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+std::string ShapeStr(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t k = 0; k < shape.size(); ++k) s += (k ? "x" : "") + std::to_string(shape[k]);
+  return shape.empty() ? "scalar" : s;
+}
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * shape[d + 1];
+  return st;
+}
+
+int64_t Product(const std::vector<int64_t>& shape, size_t lo, size_t hi) {
+  int64_t n = 1;
+  for (size_t d = lo; d < hi; ++d) n *= shape[d];
+  return n;
+}
+
+// The element count of `shape`; a runtime error when a dim is negative or the product of the
+// nonzero dims is too large (so no partial product overflows, even for an empty tensor).
+int64_t CheckedNumel(const ir::OpStmt& op, const std::vector<int64_t>& shape) {
+  int64_t nonzero = 1;
+  bool ok = true, empty = false;
+  for (int64_t s : shape) {
+    ok = ok && s >= 0 && (s == 0 || !__builtin_mul_overflow(nonzero, s, &nonzero));
+    empty = empty || s == 0;
+  }
+  PTOX_RUNTIME_CHECK(ok && nonzero <= kMaxElements)
+      << OpWhere(op) << ": a tensor of shape " << ShapeStr(shape) << " is too large";
+  return empty ? 0 : nonzero;
+}
+
+// Calls f(offsets) for every index of `shape` in row-major order; offsets[i] is base[i] plus the
+// dot product of the index with strides[i] (in elements; a 0 stride broadcasts).
+template <size_t N, typename F>
+void Walk(const std::vector<int64_t>& shape, const std::array<std::vector<int64_t>, N>& strides,
+          std::array<int64_t, N> off, F&& f) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (;;) {
+    f(off);
+    int d = static_cast<int>(shape.size()) - 1;
+    for (; d >= 0; --d) {
+      for (size_t i = 0; i < N; ++i) off[i] += strides[i][d];
+      if (++idx[d] < shape[d]) break;
+      for (size_t i = 0; i < N; ++i) off[i] -= strides[i][d] * shape[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+float ReadFloat(DType d, const char* p) {
+  uint16_t h = 0;
+  float v = 0.0f;
+  switch (d) {
+    case DType::kBF16: std::memcpy(&h, p, 2); return scalar::Bf16ToF32(h);
+    case DType::kF16: std::memcpy(&h, p, 2); return scalar::F16ToF32(h);
+    default: std::memcpy(&v, p, 4); return v;
+  }
+}
+
+void WriteFloat(DType d, char* p, float v) {
+  uint16_t h = 0;
+  switch (d) {
+    case DType::kBF16:
+      h = scalar::F32ToBf16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    case DType::kF16:
+      h = scalar::F32ToF16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    default: std::memcpy(p, &v, 4); break;
+  }
+}
+
+// A tensor view (any strides) as a dense value; bf16 / f16 widen exactly.
+Dense Read(const ir::OpStmt& op, const Tensor& t) {
+  PTOX_ICHECK(IsFloat(t.dtype)) << OpWhere(op) << ": tensor ops compute on float tensors";
+  Dense out = MakeDense(op, t.dtype, t.shape);
+  const char* base = static_cast<const char*>(t.data);
+  const int64_t bytes = DTypeBytes(t.dtype);
+  int64_t k = 0;
+  Walk<1>(t.shape, {t.EffectiveStrides()}, {0}, [&](const std::array<int64_t, 1>& o) {
+    out.f[k++] = ReadFloat(t.dtype, base + o[0] * bytes);
+  });
+  return out;
+}
+
+// Writes a dense value into a tensor view of the same shape and dtype (any strides).
+void Write(const Dense& v, const Tensor& t) {
+  char* base = static_cast<char*>(t.data);
+  const int64_t bytes = DTypeBytes(t.dtype);
+  int64_t k = 0;
+  Walk<1>(t.shape, {t.EffectiveStrides()}, {0}, [&](const std::array<int64_t, 1>& o) {
+    WriteFloat(t.dtype, base + o[0] * bytes, v.f[k++]);
+  });
+}
+
+// Zero-filled storage the environment owns, for a value of `shape`.
+const Tensor* OwnTensor(const ir::OpStmt& op, Env& env, DType dtype,
+                        const std::vector<int64_t>& shape) {
+  CheckedNumel(op, shape);
+  try {
+    return env.Own(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    PTOX_RUNTIME_CHECK(false) << OpWhere(op) << ": out of memory for a tensor of shape "
+                              << ShapeStr(shape);
+  }
+  return nullptr;
+}
+
+// The op's result in storage the environment owns.
+const Tensor* Keep(const ir::OpStmt& op, Env& env, const Dense& v) {
+  const Tensor* t = OwnTensor(op, env, v.dtype, v.shape);
+  Write(v, *t);
+  return t;
+}
+
+bool IsTensorOperand(const ir::Operand& o) { return o.is_value() && o.type().is_tensor(); }
+
+// Operand k: a tensor, or a scalar (immediate or SSA) converted to `dtype` like a tile-op scalar.
+Dense Arg(const ir::OpStmt& op, const Env& env, size_t k, DType dtype) {
+  const ir::Operand& o = op.args()[k];
+  if (IsTensorOperand(o)) return Read(op, env.GetTensor(o));
+  Dense s;
+  s.dtype = dtype;
+  s.f = {env.GetScalar(o, dtype, OpWhere(op)).f};
+  return s;
+}
+
+// The type rules let two tensors broadcast when their (right-aligned) dims are equal statically
+// or one is a static 1. Equal symbols must also be equal at run time (tensors made by
+// tensor.empty bind symbols themselves), so a symbolic 1 never stretches.
+void CheckSameSymbols(const ir::OpStmt& op, size_t ia, const Dense& a, size_t ib, const Dense& b) {
+  if (!IsTensorOperand(op.args()[ia]) || !IsTensorOperand(op.args()[ib])) return;
+  const std::vector<ir::Dim>& ta = op.args()[ia].type().shape();
+  const std::vector<ir::Dim>& tb = op.args()[ib].type().shape();
+  auto is_one = [](const ir::Dim& d) { return d.is_static() && d.size == 1; };
+  for (size_t k = 1; k <= std::min(ta.size(), tb.size()); ++k) {
+    const size_t da = ta.size() - k, db = tb.size() - k;
+    if (is_one(ta[da]) || is_one(tb[db])) continue;
+    PTOX_RUNTIME_CHECK(a.shape[da] == b.shape[db])
+        << OpWhere(op) << ": operands of shapes " << ShapeStr(a.shape) << " and "
+        << ShapeStr(b.shape) << " differ in dims " << da << " and " << db << " ("
+        << ir::Type::Tensor(ta, a.dtype).ToString() << " vs "
+        << ir::Type::Tensor(tb, b.dtype).ToString() << ")";
+  }
+}
+
+Dense Matmul(const ir::OpStmt& op, const Dense& a, const Dense& b, bool tb) {
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = a.shape[ra - 2], k_len = a.shape[ra - 1];
+  const int64_t kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
+  PTOX_RUNTIME_CHECK(k_len == kb && (rb == 2 || std::equal(a.shape.begin(), a.shape.end() - 2,
+                                                           b.shape.begin(), b.shape.end() - 2)))
+      << OpWhere(op) << ": shapes " << ShapeStr(a.shape) << " x " << ShapeStr(b.shape)
+      << (tb ? " (B transposed)" : "") << " do not match at run time";
+  std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
+  shape.push_back(n);
+  Dense out = MakeDense(op, DType::kF32, shape);
+  const int64_t batches = Product(a.shape, 0, ra - 2);
+  const int64_t b_step = rb == 2 ? 0 : k_len * n;
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    const float* pa = a.f.data() + bt * m * k_len;
+    const float* pb = b.f.data() + bt * b_step;
+    float* po = out.f.data() + bt * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < k_len; ++k) {
+          float prod = pa[i * k_len + k] * (tb ? pb[j * k_len + k] : pb[k * n + j]);
+          acc = acc + prod;
+        }
+        po[i * n + j] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+// The run-time shape of a reshape's declared type: symbols take the sizes they have in the
+// operand (the type rules guarantee the same symbols on both sides).
+std::vector<int64_t> ReshapeTo(const ir::OpStmt& op, const Dense& a) {
+  const ir::Type& from = op.args()[0].type();
+  std::unordered_map<std::string, int64_t> sizes;
+  for (int d = 0; d < from.rank(); ++d) {
+    const ir::Dim& dim = from.shape()[d];
+    if (dim.is_static()) continue;
+    auto [it, fresh] = sizes.emplace(dim.sym, a.shape[d]);
+    PTOX_RUNTIME_CHECK(fresh || it->second == a.shape[d])
+        << OpWhere(op) << ": symbol " << dim.sym << " has sizes " << it->second << " and "
+        << a.shape[d] << " in the operand of shape " << ShapeStr(a.shape);
+  }
+  std::vector<int64_t> shape;
+  for (const ir::Dim& dim : op.result()->type.shape()) {
+    if (dim.is_static()) {
+      shape.push_back(dim.size);
+      continue;
+    }
+    auto it = sizes.find(dim.sym);
+    PTOX_ICHECK(it != sizes.end()) << OpWhere(op) << ": symbol " << dim.sym << " is unbound";
+    shape.push_back(it->second);
+  }
+  PTOX_ICHECK(Product(shape, 0, shape.size()) == a.numel())
+      << OpWhere(op) << ": " << ShapeStr(a.shape) << " -> " << ShapeStr(shape);
+  return shape;
+}
+
+Dense Transpose(const ir::OpStmt& op, const Dense& a) {
+  const int d0 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim0", -2), a.rank(),
+                                   "tensor.transpose", op.span());
+  const int d1 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim1", -1), a.rank(),
+                                   "tensor.transpose", op.span());
+  std::vector<int64_t> shape = a.shape, strides = RowMajorStrides(a.shape);
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
+  Dense out = MakeDense(op, a.dtype, shape);
+  int64_t k = 0;
+  Walk<1>(shape, {strides}, {0}, [&](const std::array<int64_t, 1>& o) { out.f[k++] = a.f[o[0]]; });
+  return out;
+}
+
+// tensor.slice %x[offsets] : type. A dim whose declared size is the operand's own dim is taken
+// whole (its run-time size); the others have static sizes.
+Dense EvalSlice(const ir::OpStmt& op, const Env& env) {
+  Dense a = Arg(op, env, 0, DType::kF32);
+  const std::vector<ir::Dim>& from = op.args()[0].type().shape();
+  const std::vector<ir::Dim>& to = op.result()->type.shape();
+  std::vector<int64_t> offsets, sizes;
+  for (int d = 0; d < a.rank(); ++d) {
+    offsets.push_back(env.GetIndex(op.args()[1 + d]));
+    sizes.push_back(to[d] == from[d] ? a.shape[d] : to[d].size);
+  }
+  return Slice(op, a, offsets, sizes);
+}
+
+// tensor.empty %sizes : type. The sizes bind the symbolic dims in order; contents are zero.
+const Tensor* EvalEmpty(const ir::OpStmt& op, Env& env) {
+  std::vector<int64_t> shape;
+  size_t next = 0;
+  for (const ir::Dim& dim : op.result()->type.shape()) {
+    const int64_t n = dim.is_static() ? dim.size : env.GetIndex(op.args()[next++]);
+    PTOX_RUNTIME_CHECK(n >= 0) << OpWhere(op) << ": size " << n << " of dim " << shape.size()
+                               << " is negative";
+    shape.push_back(n);
+  }
+  return OwnTensor(op, env, op.result()->type.dtype(), shape);
+}
+
+void EvalStore(const ir::OpStmt& op, const Env& env) {
+  Dense v = Arg(op, env, 0, DType::kF32);
+  const Tensor& dst = env.GetTensor(op.args()[1]);
+  PTOX_RUNTIME_CHECK(dst.shape == v.shape)
+      << OpWhere(op) << ": a value of shape " << ShapeStr(v.shape)
+      << " does not fit the destination of shape " << ShapeStr(dst.shape);
+  Write(v, dst);
+}
+
+Dense EvalReduce(const ir::OpStmt& op, const Env& env) {
+  Dense a = Arg(op, env, 0, DType::kF32);
+  const int axis =
+      ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), a.rank(), OpWhere(op), op.span());
+  return Reduce(op, FnOf(op.op()), a, axis, ir::BoolAttr(op.attrs(), "keepdims", false));
+}
+
+Dense EvalConcat(const ir::OpStmt& op, const Env& env) {
+  std::vector<Dense> parts;
+  for (size_t k = 0; k < op.args().size(); ++k) parts.push_back(Arg(op, env, k, DType::kF32));
+  const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), parts[0].rank(),
+                                     OpWhere(op), op.span());
+  return Concat(op, parts, axis);
+}
+
+// Composites: x, then operands that broadcast against x (scalars take x's dtype).
+Dense EvalCompositeOp(const ir::OpStmt& op, const Env& env) {
+  std::vector<Dense> args{Arg(op, env, 0, DType::kF32)};
+  for (size_t k = 1; k < op.args().size(); ++k) {
+    args.push_back(Arg(op, env, k, args[0].dtype));
+    CheckSameSymbols(op, 0, args[0], k, args[k]);
+  }
+  return EvalComposite(op, args);
+}
+
+// The ops with a result, as a dense value.
+Dense EvalValue(const ir::OpStmt& op, const Env& env) {
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kTensorBinary: {
+      Dense a = Arg(op, env, 0, DType::kF32);
+      Dense b = Arg(op, env, 1, a.dtype);
+      CheckSameSymbols(op, 0, a, 1, b);
+      return Binary(op, FnOf(op.op()), a, b);
+    }
+    case ir::OpFamily::kTensorUnary: return Unary(FnOf(op.op()), Arg(op, env, 0, DType::kF32));
+    case ir::OpFamily::kTensorCast:
+      return CastTo(op.result()->type.dtype(), Arg(op, env, 0, DType::kF32));
+    case ir::OpFamily::kTensorReduce: return EvalReduce(op, env);
+    case ir::OpFamily::kTensorMatmul:
+      return Matmul(op, Arg(op, env, 0, DType::kF32), Arg(op, env, 1, DType::kF32),
+                    ir::BoolAttr(op.attrs(), "transpose_b", false));
+    case ir::OpFamily::kTensorReshape: {
+      Dense a = Arg(op, env, 0, DType::kF32);
+      a.shape = ReshapeTo(op, a);
+      return a;
+    }
+    case ir::OpFamily::kTensorTranspose: return Transpose(op, Arg(op, env, 0, DType::kF32));
+    case ir::OpFamily::kTensorSlice: return EvalSlice(op, env);
+    case ir::OpFamily::kTensorConcat: return EvalConcat(op, env);
+    case ir::OpFamily::kComposite: return EvalCompositeOp(op, env);
+    default: PTOX_ICHECK(false) << "not a tensor op: " << OpWhere(op);
+  }
+  return {};
+}
+
+}  // namespace
+
+Dense MakeDense(const ir::OpStmt& op, DType dtype, std::vector<int64_t> shape) {
+  const int64_t n = CheckedNumel(op, shape);
+  Dense d;
+  d.dtype = dtype;
+  d.shape = std::move(shape);
+  try {
+    d.f.assign(n, 0.0f);
+  } catch (const std::bad_alloc&) {
+    PTOX_RUNTIME_CHECK(false) << OpWhere(op) << ": out of memory for a tensor of shape "
+                              << ShapeStr(d.shape);
+  }
+  return d;
+}
+
+Dense ScalarOf(DType dtype, double v) {
+  Dense s;
+  s.dtype = dtype;
+  s.f = {RoundTo(dtype, static_cast<float>(v))};
+  return s;
+}
+
+Dense Binary(const ir::OpStmt& op, Fn fn, const Dense& a, const Dense& b) {
+  const int r = std::max(a.rank(), b.rank());
+  const std::vector<int64_t> st_a = RowMajorStrides(a.shape), st_b = RowMajorStrides(b.shape);
+  std::vector<int64_t> shape(r), sa(r, 0), sb(r, 0);
+  for (int k = 0; k < r; ++k) {
+    const int ka = k - (r - a.rank()), kb = k - (r - b.rank());
+    const int64_t x = ka >= 0 ? a.shape[ka] : 1, y = kb >= 0 ? b.shape[kb] : 1;
+    PTOX_RUNTIME_CHECK(x == y || x == 1 || y == 1)
+        << OpWhere(op) << ": shapes " << ShapeStr(a.shape) << " and " << ShapeStr(b.shape)
+        << " do not broadcast";
+    shape[k] = x == 1 ? y : x;
+    if (x != 1) sa[k] = st_a[ka];
+    if (y != 1) sb[k] = st_b[kb];
+  }
+  Dense out = MakeDense(op, a.dtype, shape);
+  int64_t k = 0;
+  Walk<2>(shape, {sa, sb}, {0, 0}, [&](const std::array<int64_t, 2>& o) {
+    out.f[k++] = RoundTo(a.dtype, FloatBinary(fn, a.f[o[0]], b.f[o[1]]));
+  });
+  return out;
+}
+
+Dense Unary(Fn fn, const Dense& a) {
+  Dense out = a;
+  for (float& v : out.f) v = RoundTo(a.dtype, FloatUnary(fn, v));
+  return out;
+}
+
+Dense CastTo(DType to, const Dense& a) {
+  Dense out = a;
+  out.dtype = to;
+  for (float& v : out.f) {
+    Scalar s;
+    Cast(Scalar::Float(a.dtype, v), to, &s);  // float -> float always fits
+    v = s.f;
+  }
+  return out;
+}
+
+Dense Reduce(const ir::OpStmt& op, Fn fn, const Dense& a, int axis, bool keepdims) {
+  const int64_t outer = Product(a.shape, 0, axis), len = a.shape[axis];
+  const int64_t inner = Product(a.shape, axis + 1, a.shape.size());
+  PTOX_RUNTIME_CHECK(fn == Fn::kAdd || len > 0 || outer == 0 || inner == 0)
+      << OpWhere(op) << ": " << FnName(fn) << " over the empty axis " << axis
+      << " of a tensor of shape " << ShapeStr(a.shape);
+  std::vector<int64_t> shape = a.shape;
+  if (keepdims) {
+    shape[axis] = 1;
+  } else {
+    shape.erase(shape.begin() + axis);
+  }
+  Dense out = MakeDense(op, a.dtype, shape);
+  const int64_t first = fn == Fn::kAdd ? 0 : 1;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* line = a.f.data() + o * len * inner + i;
+      float acc = fn == Fn::kAdd ? 0.0f : line[0];
+      for (int64_t k = first; k < len; ++k) acc = FloatBinary(fn, acc, line[k * inner]);
+      out.f[o * inner + i] = RoundTo(a.dtype, acc);
+    }
+  }
+  return out;
+}
+
+Dense Slice(const ir::OpStmt& op, const Dense& a, const std::vector<int64_t>& offsets,
+            const std::vector<int64_t>& sizes) {
+  const std::vector<int64_t> strides = RowMajorStrides(a.shape);
+  int64_t base = 0;
+  for (int d = 0; d < a.rank(); ++d) {
+    const bool ok = offsets[d] >= 0 && sizes[d] >= 0 && offsets[d] <= a.shape[d] - sizes[d];
+    PTOX_RUNTIME_CHECK(ok) << OpWhere(op) << ": [" << offsets[d] << ", " << offsets[d] + sizes[d]
+                           << ") is out of bounds in dim " << d << " of a tensor of shape "
+                           << ShapeStr(a.shape);
+    base += offsets[d] * strides[d];
+  }
+  Dense out = MakeDense(op, a.dtype, sizes);
+  int64_t k = 0;
+  Walk<1>(sizes, {strides}, {base},
+          [&](const std::array<int64_t, 1>& o) { out.f[k++] = a.f[o[0]]; });
+  return out;
+}
+
+Dense Concat(const ir::OpStmt& op, const std::vector<Dense>& parts, int axis) {
+  std::vector<int64_t> shape = parts[0].shape;
+  shape[axis] = 0;
+  for (const Dense& p : parts) {
+    bool same = p.rank() == static_cast<int>(shape.size());
+    for (int d = 0; same && d < p.rank(); ++d) same = d == axis || p.shape[d] == shape[d];
+    PTOX_RUNTIME_CHECK(same) << OpWhere(op) << ": operands of shapes " << ShapeStr(parts[0].shape)
+                             << " and " << ShapeStr(p.shape) << " differ outside axis " << axis;
+    shape[axis] += p.shape[axis];
+  }
+  Dense out = MakeDense(op, parts[0].dtype, shape);
+  const std::vector<int64_t> out_strides = RowMajorStrides(shape);
+  int64_t at = 0;
+  for (const Dense& p : parts) {
+    Walk<2>(p.shape, {RowMajorStrides(p.shape), out_strides}, {0, at * out_strides[axis]},
+            [&](const std::array<int64_t, 2>& o) { out.f[o[1]] = p.f[o[0]]; });
+    at += p.shape[axis];
+  }
+  return out;
+}
+
+std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env) {
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kTensorEmpty: return EvalEmpty(op, env);
+    case ir::OpFamily::kTensorStore: EvalStore(op, env); return std::nullopt;
+    default: return Keep(op, env, EvalValue(op, env));
+  }
 }
 
 }  // namespace ptox::interp

@@ -2,6 +2,8 @@
 // of each op to its evaluator. Loops of every kind run sequentially, which defines their result.
 #include "interp/interpreter.h"
 
+#include <algorithm>
+
 #include "interp/eval.h"
 #include "interp/numeric.h"
 #include "ir/signature.h"
@@ -53,6 +55,17 @@ int64_t Env::GetIndex(const ir::Operand& o) const {
   if (o.is_int()) return o.int_value();
   Scalar s = GetScalar(o, DType::kIndex, "index operand");
   return s.i;
+}
+
+const Tensor* Env::Own(DType dtype, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  const size_t bytes = static_cast<size_t>(n) * DTypeBytes(dtype);
+  std::vector<uint64_t> words(std::max<size_t>(1, (bytes + 7) / 8), 0);  // never a null pointer
+  Owned& o = owned_.emplace_back();
+  o.words = std::move(words);  // the heap block (and the view's pointer into it) stays put
+  o.view = Tensor::Contiguous(o.words.data(), dtype, std::move(shape));
+  return &o.view;
 }
 
 std::string OpWhere(const ir::OpStmt& op) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -74,8 +75,19 @@ class Env {
   // An integer operand (offsets, loop bounds) as int64.
   int64_t GetIndex(const ir::Operand& o) const;
 
+  // A zero-filled contiguous tensor of `shape` (8-byte aligned) that lives as long as the
+  // environment: the storage of tensor values computed by tensor-level ops and tensor.empty. The
+  // pointer stays valid (nothing is freed before the Env, so a loop allocates per iteration).
+  // The caller checks that the element count fits (see eval_tensor.cc).
+  const Tensor* Own(DType dtype, std::vector<int64_t> shape);
+
  private:
+  struct Owned {
+    Tensor view;
+    std::vector<uint64_t> words;
+  };
   std::unordered_map<const ir::ValueNode*, RtValue> values_;
+  std::deque<Owned> owned_;  // a deque: growing it never moves an element
 };
 
 }  // namespace ptox::interp

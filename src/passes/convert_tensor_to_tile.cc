@@ -281,11 +281,14 @@ class Converter {
   }
 
  private:
+  // A scope of tensor compute ops (fuse-elementwise's groups), not a tile-level one.
   static bool IsTensorGroup(const ir::Block& body) {
-    for (const auto& s : body)
-      if (s->kind() == ir::StmtKind::kOp &&
-          ir::IsTensorLevel(ir::FamilyOf(ir::As<ir::OpStmt>(*s).op())))
+    for (const auto& s : body) {
+      if (s->kind() != ir::StmtKind::kOp) continue;
+      const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(*s).op());
+      if (ir::IsTensorLevel(f) && f != OpFamily::kTensorEmpty && f != OpFamily::kTensorStore)
         return true;
+    }
     return false;
   }
 

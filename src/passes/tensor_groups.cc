@@ -27,9 +27,9 @@
 namespace ptox::passes {
 
 bool ReducesLastAxis(const ir::OpStmt& op) {
+  if (ir::FamilyOf(op.op()) != ir::OpFamily::kTensorReduce) return false;
   const ir::Type& in = op.args()[0].type();
-  return ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce &&
-         ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), in.rank(), "", op.span()) ==
+  return ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), in.rank(), "", op.span()) ==
              in.rank() - 1;
 }
 

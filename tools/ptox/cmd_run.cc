@@ -256,7 +256,7 @@ Status CheckAgainstInterp(const Program& prog, const RunArgs& args,
   Status s = Run(prog, *ref_args, {.target = "interp", .function = args.function});
   if (!s.ok()) return Status(s.code(), "interp reference run: " + s.message());
   // Exact ops must match bit for bit; reordered sums (row_sum, matmul) within their bound.
-  Result<double> bound = ReorderBound(prog, args.function);
+  Result<double> bound = ReorderBound(prog, args.function, *ref_args);
   if (!bound.ok()) return bound.status();
   int failures = 0;
   for (size_t i = 0; i < params.size(); ++i) {

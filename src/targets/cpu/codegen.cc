@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/abi.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/emitter.h"
 
@@ -208,10 +209,34 @@ void Emitter::If(const ir::IfStmt& s, int depth) {
   Line(depth, "}");
 }
 
+// tensor.empty in the orchestration: a host-allocated tensor `v<N>` (a reference to the host's
+// descriptor, valid until every task finished) and its tensor id `v<N>_id` for task accesses.
+void Emitter::Empty(const ir::OpStmt& op, int depth) {
+  const ir::Value& res = op.result();
+  PTOX_ICHECK(res->type.rank() <= ptox::cpu::kMaxRank) << "rank " << res->type.rank();
+  const std::string where = Where(op, "tensor.empty"), r = Name(res);
+  const std::string at = where.substr(1, where.size() - 2);  // unquoted
+  if (cur_ != &out_)
+    PTOX_UNSUPPORTED() << "the CPU target makes tensors only outside incore scopes (" << at << ")";
+  std::string sizes;
+  size_t next = 0;
+  for (const ir::Dim& d : res->type.shape()) {
+    sizes += sizes.empty() ? "" : ", ";
+    sizes += d.is_static() ? fmt::format("int64_t{{{}}}", d.size) : Operand(op.args()[next++]);
+  }
+  const std::string label =
+      res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
+  Line(depth, fmt::format("int64_t {}_id = -1;", r));
+  Line(depth, fmt::format("const pc::TensorArg& {0} = pc::Empty<{1}>(ctx, rt, {{{2}}}, {3}, {4}, "
+                          "&{0}_id);", r, DTypeEnum(res->type.dtype()), sizes, where, label));
+  Check(depth);
+}
+
 // The tile-library call for each op family; `r` is the result variable (declared first).
 void Emitter::Op(const ir::OpStmt& op, int depth) {
   if (!op.results().empty() && Inlined(op.result())) return;  // computed where it is used
   if (EmitFusedRoot(op, depth)) return;
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorEmpty) return Empty(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   std::string where = Where(op, ir::OpName(op.op()));

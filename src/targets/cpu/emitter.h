@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "analysis/incore_info.h"
 #include "ir/ir.h"
 
 namespace ptox::targets::cpu {
@@ -50,11 +51,13 @@ class Emitter {
   void For(const ir::ForStmt& f, int depth);
   void If(const ir::IfStmt& s, int depth);
   void Op(const ir::OpStmt& op, int depth);
+  void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)
   void Incore(const ir::IncoreStmt& s, int depth);
 
   // ----- tasks (tasks.cc): each incore scope becomes a kernel function plus, in the
   // orchestration, a submission with the regions it reads and writes.
   std::string TaskFlops(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>& inside);
+  std::string TensorId(const analysis::AccessSite& site);
 
   // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
   void CollectUses(const ir::Block& block);

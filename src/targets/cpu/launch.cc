@@ -1,9 +1,13 @@
 // Launch: packs arguments into the ABI, runs the orchestration with a submit() that turns each
-// TaskDesc into a runtime task (copying its packed arguments), then waits for the graph.
+// TaskDesc into a runtime task (copying its packed arguments) and an alloc() that makes the
+// tensors of tensor.empty (owned here until the graph is done), then waits for the graph.
 #include "targets/cpu/launch.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,7 +29,7 @@ runtime::Executor& ExecutorFor(int threads) {
   return *e;
 }
 
-// The first NaN in a written box of a float tensor, as "%param[i, j]"; empty when none.
+// The first NaN in a written box of a float tensor, as "[i, j]"; empty when none.
 std::string FindNaN(const abi::TensorArg& t, DType dtype, const runtime::Box& box) {
   if (!IsFloat(dtype)) return {};
   int64_t idx[abi::kMaxRank];
@@ -56,12 +60,21 @@ std::string FindNaN(const abi::TensorArg& t, DType dtype, const runtime::Box& bo
   }
 }
 
+// A tensor made by tensor.empty: host-owned, zero-filled, alive until the graph is waited for.
+struct EmptyTensor {
+  std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+  abi::TensorArg t{};
+  DType dtype = DType::kF32;
+  std::string label;  // "%tmp (tensor.empty at 3:10)"
+};
+
 struct Bridge {
   runtime::Graph* graph;
   const std::vector<abi::Arg>* args;
   const std::vector<Arg>* host_args;
   bool check_nan;
   const std::vector<std::string>* arg_names;
+  std::deque<EmptyTensor>* empties;  // id args->size() + k is empties[k] (a deque: stable)
 };
 
 // "%name (argument i)", or "argument i" when the name is unknown.
@@ -71,43 +84,123 @@ std::string ArgLabel(const Bridge& b, int64_t i) {
   return "%" + (*b.arg_names)[i] + " (" + index + ")";
 }
 
+// The tensor behind an access's id (a tensor parameter or an empty tensor), its dtype and its
+// label; false when no tensor has that id.
+bool Resolve(const Bridge& b, int64_t id, abi::TensorArg* t, DType* dtype, std::string* label) {
+  const int64_t params = static_cast<int64_t>(b.args->size());
+  if (id >= 0 && id < params) {
+    const Tensor* host = std::get_if<Tensor>(&(*b.host_args)[id]);
+    if (host == nullptr) return false;
+    *t = (*b.args)[id].t, *dtype = host->dtype;
+    if (label) *label = ArgLabel(b, id);
+    return true;
+  }
+  if (id < params || id - params >= static_cast<int64_t>(b.empties->size())) return false;
+  const EmptyTensor& e = (*b.empties)[id - params];
+  *t = e.t, *dtype = e.dtype;
+  if (label) *label = e.label;
+  return true;
+}
+
+// The dtype of a DT code from generated code; false for an unknown code.
+bool DTypeOfCode(int64_t code, DType* out) {
+  switch (static_cast<abi::DT>(code)) {
+    case abi::DT::kF32: *out = DType::kF32; return true;
+    case abi::DT::kF16: *out = DType::kF16; return true;
+    case abi::DT::kBF16: *out = DType::kBF16; return true;
+    case abi::DT::kI8: *out = DType::kI8; return true;
+    case abi::DT::kI32: *out = DType::kI32; return true;
+    case abi::DT::kI64: *out = DType::kI64; return true;
+    case abi::DT::kBool: *out = DType::kBool; return true;
+    case abi::DT::kIndex: *out = DType::kIndex; return true;
+  }
+  return false;
+}
+
+// Runtime::alloc: a zero-filled, 64-byte-aligned contiguous tensor owned by the bridge.
+int64_t Alloc(void* ctx, const abi::AllocDesc* desc, const abi::TensorArg** out) {
+  Bridge& b = *static_cast<Bridge*>(ctx);
+  EmptyTensor e;
+  if (!DTypeOfCode(desc->dtype, &e.dtype) || desc->element_bytes != DTypeBytes(e.dtype) ||
+      desc->rank < 1 || desc->rank > abi::kMaxRank)
+    return -1;
+  int64_t numel = 1;
+  for (int64_t d = 0; d < desc->rank; ++d) {
+    if (desc->shape[d] < 0 || __builtin_mul_overflow(numel, desc->shape[d], &numel)) return -1;
+  }
+  int64_t bytes = 0;
+  constexpr int64_t kAlign = 64;
+  if (__builtin_mul_overflow(numel, desc->element_bytes, &bytes) ||
+      bytes > std::numeric_limits<int64_t>::max() - kAlign)
+    return -1;
+  const int64_t rounded = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  e.data.reset(std::aligned_alloc(kAlign, static_cast<size_t>(rounded)));
+  if (!e.data) return -1;
+  std::memset(e.data.get(), 0, static_cast<size_t>(rounded));
+  e.t.data = e.data.get();
+  e.t.rank = desc->rank;
+  int64_t stride = 1;
+  for (int64_t d = desc->rank - 1; d >= 0; --d) {
+    e.t.shape[d] = desc->shape[d];
+    e.t.strides[d] = stride;
+    stride *= desc->shape[d];  // cannot overflow: the product of all sizes fits
+  }
+  e.label = desc->label ? desc->label : "tensor.empty";
+  b.empties->push_back(std::move(e));
+  *out = &b.empties->back().t;
+  return static_cast<int64_t>(b.args->size() + b.empties->size() - 1);
+}
+
+// One written box the NaN check scans after the task ran.
+struct NanWatch {
+  abi::TensorArg t;
+  DType dtype;
+  runtime::Box box;
+  std::string label;
+};
+
 void Submit(void* ctx, const abi::TaskDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
   runtime::Task task;
   task.name = desc->name;
   task.flops = desc->flops;
+  std::vector<NanWatch> watches;  // only what the NaN check scans
+  std::string bad;                // an access to an unknown tensor id fails the task
   for (int64_t i = 0; i < desc->num_accesses; ++i) {
     const abi::AccessDesc& a = desc->accesses[i];
+    NanWatch w;
+    if (!Resolve(b, a.tensor, &w.t, &w.dtype, b.check_nan && a.write ? &w.label : nullptr) ||
+        a.rank != w.t.rank) {
+      bad = "internal error: the task accesses tensor id " + std::to_string(a.tensor) +
+            ", which this run does not have (rank " + std::to_string(a.rank) + ")";
+      continue;
+    }
     runtime::Access acc;
     acc.tensor = static_cast<int>(a.tensor);
     acc.write = a.write != 0;
     acc.element_bytes = a.element_bytes;
     acc.box.rank = static_cast<int>(a.rank);
     // Clipped to the tensor: a partial tile touches only what exists (traffic accounting).
-    const abi::TensorArg& t = (*b.args)[a.tensor].t;
     for (int d = 0; d < acc.box.rank; ++d)
-      acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], t.shape[d]);
+      acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], w.t.shape[d]);
     task.accesses.push_back(acc);
+    if (b.check_nan && acc.write) w.box = acc.box, watches.push_back(std::move(w));
   }
   // One allocation for the packed arguments (operator new: aligned for any scalar field).
   std::vector<char> packed(static_cast<const char*>(desc->args),
                            static_cast<const char*>(desc->args) + desc->args_size);
   abi::KernelFn kernel = desc->kernel;
-  std::vector<runtime::Access> writes;  // only what the NaN check scans
-  if (b.check_nan)
-    for (const runtime::Access& a : task.accesses)
-      if (a.write) writes.push_back(a);
-  task.run = [kernel, packed = std::move(packed), writes = std::move(writes), b]() -> std::string {
+  task.run = [kernel, packed = std::move(packed), watches = std::move(watches),
+              bad = std::move(bad)]() -> std::string {
+    if (!bad.empty()) return bad;
     abi::ErrorBuf err{};
     if (kernel(packed.data(), &err) != 0) {
       err.message[sizeof(err.message) - 1] = '\0';
       return err.message;
     }
-    if (!b.check_nan) return {};
-    for (const runtime::Access& w : writes) {
-      const Tensor& host = std::get<Tensor>((*b.host_args)[w.tensor]);
-      std::string at = FindNaN((*b.args)[w.tensor].t, host.dtype, w.box);
-      if (!at.empty()) return "NaN written to " + ArgLabel(b, w.tensor) + " at " + at;
+    for (const NanWatch& w : watches) {
+      std::string at = FindNaN(w.t, w.dtype, w.box);
+      if (!at.empty()) return "NaN written to " + w.label + " at " + at;
     }
     return {};
   };
@@ -132,9 +225,10 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
       a.f = std::get<double>(args[i]);
     }
   }
+  std::deque<EmptyTensor> empties;  // declared before the graph: outlives every task
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names};
-  abi::Runtime rt{&bridge, &Submit};
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &empties};
+  abi::Runtime rt{&bridge, &Submit, &Alloc};
   abi::ErrorBuf err{};
   int rc = entry(packed.data(), &rt, &err);
   Status tasks = graph.Wait();  // always: tasks may still use the arguments

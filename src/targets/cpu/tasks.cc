@@ -1,6 +1,7 @@
 // Task outlining: every incore scope becomes a kernel function `ptox_taskN` taking its live-in
 // values packed in a struct, and the orchestration submits it with the tensor regions it
-// touches, so the runtime can infer dependencies and run tasks on every core.
+// touches, so the runtime can infer dependencies and run tasks on every core. A region names its
+// tensor by id: a parameter's index, or the id the host gave a tensor.empty.
 //
 // Regions are boxes computed when the task is submitted, per tile.load / tile.store: an offset
 // that is an immediate or a live-in value is a point; the induction variable of a loop inside
@@ -86,6 +87,16 @@ void DefinedInside(const ir::Block& b, std::unordered_set<const ir::ValueNode*>&
 
 }  // namespace
 
+// The runtime's id of the tensor an access touches: the parameter's index, or the id variable
+// the orchestration set at the tensor.empty that made it.
+std::string Emitter::TensorId(const analysis::AccessSite& site) {
+  if (site.param >= 0) return std::to_string(site.param);
+  auto it = producer_.find(site.tensor.get());
+  PTOX_ICHECK(it != producer_.end() && ir::FamilyOf(it->second->op()) == ir::OpFamily::kTensorEmpty)
+      << "tile access to %" << site.tensor->name << ", neither a parameter nor a tensor.empty";
+  return Name(site.tensor) + "_id";
+}
+
 void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   PlanFusion(s);
   const analysis::IncoreInfo info = analysis::AnalyzeIncore(func_, s);
@@ -133,8 +144,8 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
     const ir::Type& tile = site.write ? args[0].type() : site.op->result()->type;
     const int r = tensor.rank();
     Line(depth + 1, fmt::format("acc[{}].tensor = {}; acc[{}].write = {}; acc[{}].rank = {}; "
-                                "acc[{}].element_bytes = {};", i, site.param, i, site.write ? 1 : 0,
-                                i, r, i, DTypeBytes(tensor.dtype())));
+                                "acc[{}].element_bytes = {};", i, TensorId(site), i,
+                                site.write ? 1 : 0, i, r, i, DTypeBytes(tensor.dtype())));
     for (int d = 0; d < r; ++d) {
       const ir::Operand& off = args[t + 1 + d];
       int64_t ext = d == r - 1 ? tile.cols() : (d == r - 2 ? tile.rows() : 1);

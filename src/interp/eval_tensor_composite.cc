@@ -1,0 +1,154 @@
+// Composite tensor ops (softmax, log_softmax, rmsnorm, layernorm, swiglu, rope), each defined as
+// an exact sequence of primitive steps that round to the dtype; lower-composites must match it.
+#include "interp/eval_tensor.h"
+#include "ops/type_rules.h"
+
+namespace ptox::interp {
+namespace {
+
+// Default epsilons when the attribute is absent.
+constexpr double kRmsnormEps = 1e-6;
+constexpr double kLayernormEps = 1e-5;
+
+// Steps of one composite, rounding to the dtype of x after each.
+class Steps {
+ public:
+  Steps(const ir::OpStmt& op, DType dtype) : op_(op), dtype_(dtype) {}
+
+  Dense Add(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kAdd, a, b); }
+  Dense Sub(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kSub, a, b); }
+  Dense Mul(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kMul, a, b); }
+  Dense Div(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kDiv, a, b); }
+  Dense Sum(const Dense& a, int axis) const { return Reduce(op_, Fn::kAdd, a, axis, true); }
+  Dense Max(const Dense& a, int axis) const { return Reduce(op_, Fn::kMax, a, axis, true); }
+  // A float immediate: rounded to f32, then to the dtype.
+  Dense Imm(double v) const { return ScalarOf(dtype_, v); }
+  // 1.0 / C for the size C of the last axis (0 when the axis is empty: nothing uses it).
+  Dense InvLast(const Dense& x) const {
+    const int64_t c = x.shape.back();
+    return Imm(c > 0 ? 1.0 / static_cast<double>(c) : 0.0);
+  }
+  int Axis(const Dense& x) const {
+    return ir::NormalizeAxis(ir::IntAttr(op_.attrs(), "axis", -1), x.rank(), OpWhere(op_),
+                             op_.span());
+  }
+  double Eps(double fallback) const { return ir::FloatAttr(op_.attrs(), "eps", fallback); }
+  const ir::OpStmt& op() const { return op_; }
+
+ private:
+  const ir::OpStmt& op_;
+  DType dtype_;
+};
+
+// softmax: m = reduce_max(x, axis, keep); s = x - m; e = exp(s); z = sum(e, axis, keep);
+// y = e / z.
+Dense Softmax(const Steps& st, const Dense& x) {
+  const int axis = st.Axis(x);
+  Dense m = st.Max(x, axis);
+  Dense s = st.Sub(x, m);
+  Dense e = Unary(Fn::kExp, s);
+  Dense z = st.Sum(e, axis);
+  return st.Div(e, z);
+}
+
+// log_softmax: m = reduce_max; s = x - m; e = exp(s); z = sum(e); l = log(z); y = s - l.
+Dense LogSoftmax(const Steps& st, const Dense& x) {
+  const int axis = st.Axis(x);
+  Dense m = st.Max(x, axis);
+  Dense s = st.Sub(x, m);
+  Dense e = Unary(Fn::kExp, s);
+  Dense z = st.Sum(e, axis);
+  Dense l = Unary(Fn::kLog, z);
+  return st.Sub(s, l);
+}
+
+// rmsnorm: q = x*x; ss = sum(q, -1, keep); ms = ss * (1/C); a = ms + eps; r = rsqrt(a);
+// t = x * r; y = t * w.
+Dense Rmsnorm(const Steps& st, const Dense& x, const Dense& w) {
+  const int last = x.rank() - 1;
+  Dense q = st.Mul(x, x);
+  Dense ss = st.Sum(q, last);
+  Dense ms = st.Mul(ss, st.InvLast(x));
+  Dense a = st.Add(ms, st.Imm(st.Eps(kRmsnormEps)));
+  Dense r = Unary(Fn::kRsqrt, a);
+  Dense t = st.Mul(x, r);
+  return st.Mul(t, w);
+}
+
+// layernorm: s = sum(x, -1, keep); mean = s * (1/C); d = x - mean; q = d*d;
+// v = sum(q, -1, keep) * (1/C); a = v + eps; r = rsqrt(a); n = d * r; t = n * w; y = t + b.
+Dense Layernorm(const Steps& st, const Dense& x, const Dense& w, const Dense& b) {
+  const int last = x.rank() - 1;
+  Dense s = st.Sum(x, last);
+  Dense mean = st.Mul(s, st.InvLast(x));
+  Dense d = st.Sub(x, mean);
+  Dense q = st.Mul(d, d);
+  Dense v = st.Mul(st.Sum(q, last), st.InvLast(x));
+  Dense a = st.Add(v, st.Imm(st.Eps(kLayernormEps)));
+  Dense r = Unary(Fn::kRsqrt, a);
+  Dense n = st.Mul(d, r);
+  Dense t = st.Mul(n, w);
+  return st.Add(t, b);
+}
+
+// swiglu: y = silu(g) * u.
+Dense Swiglu(const Steps& st, const Dense& g, const Dense& u) {
+  return st.Mul(Unary(Fn::kSilu, g), u);
+}
+
+// x[..., lo : lo + len] along the last axis.
+Dense LastSlice(const Steps& st, const Dense& x, int64_t lo, int64_t len) {
+  std::vector<int64_t> offsets(x.rank(), 0), sizes = x.shape;
+  offsets.back() = lo;
+  sizes.back() = len;
+  return Slice(st.op(), x, offsets, sizes);
+}
+
+// Rotate-half: concat(-x[..., D/2:], x[..., :D/2]) along the last axis.
+Dense RotateHalf(const Steps& st, const Dense& x) {
+  const int64_t h = x.shape.back() / 2;
+  Dense hi = Unary(Fn::kNeg, LastSlice(st, x, h, h));
+  Dense lo = LastSlice(st, x, 0, h);
+  return Concat(st.op(), {hi, lo}, x.rank() - 1);
+}
+
+// Interleaved: rot[..., 2i] = -x[..., 2i + 1], rot[..., 2i + 1] = x[..., 2i].
+Dense RotateInterleaved(const Dense& x) {
+  Dense rot = x;
+  for (size_t k = 0; k + 1 < x.f.size(); k += 2) {
+    rot.f[k] = RoundTo(x.dtype, FloatUnary(Fn::kNeg, x.f[k + 1]));
+    rot.f[k + 1] = x.f[k];
+  }
+  return rot;
+}
+
+// rope: rot = rotate(x); p = x * cos; q = rot * sin; y = p + q.
+Dense Rope(const Steps& st, const Dense& x, const Dense& cos, const Dense& sin) {
+  const bool interleaved = ir::BoolAttr(st.op().attrs(), "interleaved", false);
+  Dense rot = interleaved ? RotateInterleaved(x) : RotateHalf(st, x);
+  Dense p = st.Mul(x, cos);
+  Dense q = st.Mul(rot, sin);
+  Dense y = st.Add(p, q);
+  PTOX_RUNTIME_CHECK(y.shape == x.shape)
+      << OpWhere(st.op()) << ": cos / sin do not broadcast to the shape of x";
+  return y;
+}
+
+}  // namespace
+
+Dense EvalComposite(const ir::OpStmt& op, const std::vector<Dense>& args) {
+  const Steps st(op, args[0].dtype);
+  const Dense& x = args[0];
+  switch (op.op()) {
+    case ir::OpCode::kTensorSoftmax: return Softmax(st, x);
+    case ir::OpCode::kTensorLogSoftmax: return LogSoftmax(st, x);
+    case ir::OpCode::kTensorRmsnorm: return Rmsnorm(st, x, args[1]);
+    case ir::OpCode::kTensorLayernorm: return Layernorm(st, x, args[1], args[2]);
+    case ir::OpCode::kTensorSwiglu: return Swiglu(st, x, args[1]);
+    case ir::OpCode::kTensorRope: return Rope(st, x, args[1], args[2]);
+    default: PTOX_ICHECK(false) << "not a composite: " << OpWhere(op);
+  }
+  return {};
+}
+
+}  // namespace ptox::interp
