@@ -6,8 +6,10 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <type_traits>
 
 #include "kernels/cpu/abi.h"
@@ -85,6 +87,37 @@ class Ctx {
   ErrorBuf* err_;
   bool failed_ = false;
 };
+
+// The tiles of a task live in one arena per worker thread, at offsets plan-memory chose from tile
+// liveness (tiles never live at once share bytes); it grows to the largest task a thread has run
+// and is kept (the heap, not the thread's stack: large tiles cannot overflow it). Returns nullptr
+// after reporting an error when the memory is not there.
+inline char* Arena(Ctx& ctx, int64_t bytes) {
+  struct Block {
+    void* p = nullptr;
+    int64_t n = 0;
+    ~Block() { std::free(p); }
+  };
+  thread_local Block arena;
+  if (bytes <= arena.n) return static_cast<char*>(arena.p);
+  std::free(arena.p);
+  arena.n = 0;
+  arena.p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+  if (arena.p == nullptr) {
+    ctx.Error("cannot allocate %lld bytes of tiles for a task", static_cast<long long>(bytes));
+    return nullptr;
+  }
+  arena.n = bytes;
+  return static_cast<char*>(arena.p);
+}
+
+// A tile constructed in place at `at`, an arena offset with kBytes of room (analysis::TileBytes
+// computed them; the assert keeps that formula honest).
+template <typename T, int64_t kBytes>
+inline T& TileAt(char* at) {
+  static_assert(sizeof(T) <= kBytes && alignof(T) <= 64, "tile plan smaller than the tile");
+  return *::new (static_cast<void*>(at)) T;
+}
 
 // f32 -> the storage value of a float dtype (round to nearest even for bf16 / f16).
 template <DT D>

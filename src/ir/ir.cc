@@ -54,12 +54,16 @@ std::shared_ptr<const IfStmt> IfStmt::Make(Operand cond, Block then_body, Block 
                                         std::move(else_body), std::move(results), std::move(span));
 }
 
-std::shared_ptr<const IncoreStmt> IncoreStmt::Make(Block body, Span span) {
-  return std::make_shared<const IncoreStmt>(std::move(body), std::move(span));
+std::shared_ptr<const IncoreStmt> IncoreStmt::Make(Block body, Span span, Attrs attrs) {
+  return std::make_shared<const IncoreStmt>(std::move(body), std::move(span), std::move(attrs));
 }
 
 std::shared_ptr<const IncoreStmt> IncoreStmt::WithBody(Block body) const {
-  return Make(std::move(body), span());
+  return Make(std::move(body), span(), attrs_);
+}
+
+std::shared_ptr<const IncoreStmt> IncoreStmt::WithAttrs(Attrs attrs) const {
+  return Make(body_, span(), std::move(attrs));
 }
 
 std::shared_ptr<const YieldStmt> YieldStmt::Make(std::vector<Operand> values, Span span) {

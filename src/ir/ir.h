@@ -161,18 +161,23 @@ class IfStmt final : public Stmt {
   std::vector<Value> results_;
 };
 
-// incore { ... }: one task that runs on one core; tiles never cross its boundary.
+// incore [{attrs}] { ... }: one task that runs on one core; tiles never cross its boundary.
+// Attributes record what passes planned for the scope (plan-memory: onchip_bytes).
 class IncoreStmt final : public Stmt {
  public:
-  static std::shared_ptr<const IncoreStmt> Make(Block body, Span span = {});
+  static std::shared_ptr<const IncoreStmt> Make(Block body, Span span = {}, Attrs attrs = {});
   const Block& body() const { return body_; }
+  const Attrs& attrs() const { return attrs_; }
   std::shared_ptr<const IncoreStmt> WithBody(Block body) const;
+  std::shared_ptr<const IncoreStmt> WithAttrs(Attrs attrs) const;
 
-  IncoreStmt(Block body, Span span)
-      : Stmt(StmtKind::kIncore, std::move(span)), body_(std::move(body)) {}
+  IncoreStmt(Block body, Span span, Attrs attrs)
+      : Stmt(StmtKind::kIncore, std::move(span)), body_(std::move(body)),
+        attrs_(std::move(attrs)) {}
 
  private:
   Block body_;
+  Attrs attrs_;
 };
 
 class YieldStmt final : public Stmt {

@@ -51,6 +51,14 @@ class Parser {
   }
   bool Is(TokenKind k) const { return tok_.kind == k; }
   bool IsWord(std::string_view w) const { return Is(TokenKind::kIdent) && tok_.text == w; }
+  // At '{': whether an attribute dict follows (`{name = ...` or `{}` then another '{'), not a
+  // block. Looks ahead on a copy of the lexer.
+  bool StartsAttrs() const {
+    Lexer probe = lexer_;
+    Token first = probe.Next();
+    if (first.kind == TokenKind::kRBrace) return probe.Next().kind == TokenKind::kLBrace;
+    return first.kind == TokenKind::kIdent && probe.Next().kind == TokenKind::kEqual;
+  }
   bool TryTake(TokenKind k) {
     if (!Is(k)) return false;
     Take();
@@ -284,7 +292,9 @@ class Parser {
     if (head.text == "incore" || head.text == "yield") {
       PTOX_CHECK(results.empty(), span) << "'" << head.text << "' defines no results";
       if (head.text == "yield") return YieldStmt::Make(ParseOperandList(head.line), span);
-      return IncoreStmt::Make(ParseBlock(head), span);
+      Attrs attrs;
+      if (Is(TokenKind::kLBrace) && StartsAttrs()) attrs = ParseAttrs();
+      return IncoreStmt::Make(ParseBlock(head), span, std::move(attrs));
     }
     PTOX_CHECK(head.text.find('.') != std::string_view::npos, SpanOf(head))
         << "expected a statement (an op, for, if, incore or yield), got " << DescribeToken(head);

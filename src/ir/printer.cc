@@ -88,7 +88,9 @@ class Printer {
       case StmtKind::kFor: PrintFor(As<ForStmt>(s), depth); break;
       case StmtKind::kIf: PrintIf(As<IfStmt>(s), depth); break;
       case StmtKind::kIncore:
-        out_ += "incore {\n";
+        out_ += "incore";
+        PrintAttrs(As<IncoreStmt>(s).attrs());
+        out_ += " {\n";
         PrintBlock(As<IncoreStmt>(s).body(), depth + 1);
         Indent(depth);
         out_ += "}";
@@ -102,6 +104,27 @@ class Printer {
         break;
     }
     out_ += "\n";
+  }
+
+  // " {name = value, ...}" in name order; nothing when empty.
+  void PrintAttrs(const Attrs& attrs) {
+    if (attrs.empty()) return;
+    out_ += " {";
+    bool first = true;
+    for (const auto& [k, v] : attrs) {
+      out_ += (first ? "" : ", ") + k + " = ";
+      first = false;
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, bool>) out_ += x ? "true" : "false";
+            else if constexpr (std::is_same_v<T, int64_t>) out_ += std::to_string(x);
+            else if constexpr (std::is_same_v<T, double>) out_ += FormatFloat(x);
+            else out_ += fmt::format("\"{}\"", x);
+          },
+          v);
+    }
+    out_ += "}";
   }
 
   void PrintOp(const OpStmt& op) {
@@ -119,24 +142,7 @@ class Printer {
     if (!op.results().empty()) out_ += Defs(op.results()) + " = ";
     out_ += std::string(OpName(op.op()));
     if (!operands.empty()) out_ += " " + operands;
-    if (!op.attrs().empty()) {
-      out_ += " {";
-      bool first = true;
-      for (const auto& [k, v] : op.attrs()) {
-        out_ += (first ? "" : ", ") + k + " = ";
-        first = false;
-        std::visit(
-            [&](const auto& x) {
-              using T = std::decay_t<decltype(x)>;
-              if constexpr (std::is_same_v<T, bool>) out_ += x ? "true" : "false";
-              else if constexpr (std::is_same_v<T, int64_t>) out_ += std::to_string(x);
-              else if constexpr (std::is_same_v<T, double>) out_ += FormatFloat(x);
-              else out_ += fmt::format("\"{}\"", x);
-            },
-            v);
-      }
-      out_ += "}";
-    }
+    PrintAttrs(op.attrs());
     if (HasExplicitType(FamilyOf(op.op()))) out_ += " : " + op.result()->type.ToString();
   }
 

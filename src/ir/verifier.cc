@@ -8,7 +8,7 @@
 //   for    - bounds are integer scalars, a constant step is positive, the body ends in a yield
 //            matching the loop-carried values.
 //   if     - the condition is a bool scalar; both arms yield the result types.
-//   incore - not nested in another incore.
+//   incore - not nested in another incore; attributes are known ones.
 //   yield  - only as the last statement of a for / if body.
 // Complexity: linear in the number of statements and operands.
 #include "ir/verifier.h"
@@ -130,6 +130,12 @@ class Verifier {
       case StmtKind::kIf: VerifyIf(As<IfStmt>(s)); break;
       case StmtKind::kIncore: {
         PTOX_CHECK(incore_depth_ == 0, s.span()) << "incore scopes cannot nest";
+        for (const auto& [name, value] : As<IncoreStmt>(s).attrs()) {
+          PTOX_CHECK(name == "onchip_bytes" && std::holds_alternative<int64_t>(value) &&
+                         std::get<int64_t>(value) >= 0,
+                     s.span())
+              << "incore takes only {onchip_bytes = N} (N >= 0), got attribute '" << name << "'";
+        }
         ++incore_depth_;
         VerifyBlock(As<IncoreStmt>(s).body(), BlockRole::kIncore, {});
         --incore_depth_;

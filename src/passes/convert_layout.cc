@@ -22,7 +22,7 @@ Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps) {
   const ir::Dim& c = shape.back();
   t.cols = c.is_static() ? std::clamp<int64_t>(c.size, 1, 2048) : 1024;
   if (shape.size() >= 2)
-    t.rows = std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, caps.onchip_budget_bytes / (8 * t.cols))), 1, 256);
+    t.rows = std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, caps.l2_bytes / (16 * t.cols))), 1, 256);
   return t;
 }
 

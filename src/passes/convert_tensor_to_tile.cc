@@ -327,7 +327,7 @@ class Converter {
         if (a.is_value() && a.type().is_tensor() && !defined.count(a.value().get()))
           leaves.insert(a.value().get());
     const int64_t live = 2 + static_cast<int64_t>(leaves.size());
-    const int64_t elems = std::max<int64_t>(1, caps_.onchip_budget_bytes / (4 * live));
+    const int64_t elems = std::max<int64_t>(1, caps_.l2_bytes / 2 / (4 * live));
     t.rows = std::clamp<int64_t>(convert::FloorPow2(std::max<int64_t>(1, elems / t.cols)), 1, 1024);
     int64_t outer = 1;  // static tasks outside the row dim
     for (int d = 0; d + 2 < r; ++d) outer *= domain[d].is_static() ? domain[d].size : 8;

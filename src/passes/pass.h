@@ -15,7 +15,8 @@ struct Capabilities {
   int vector_bytes = 16;        // widest SIMD register
   int64_t l1_bytes = 32 << 10;  // per-core data cache
   int64_t l2_bytes = 1 << 20;
-  int64_t onchip_budget_bytes = 256 << 10;  // tiles live in one incore scope
+  // The most bytes of tiles one incore scope may hold (plan-memory rejects more).
+  int64_t onchip_budget_bytes = 256 << 10;
 };
 
 // Everything a pass may read besides the module.

@@ -30,6 +30,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
       "convert-tensor-to-tile",  // groups -> loops of tile-level incore scopes
       "fold-constants",          // static sizes and index arithmetic become immediates
       "dce",                     // drop what folding left unused
+      "plan-memory",             // tile liveness -> arena offsets, checked against the budget
   };
   if (!fuse) std::erase(pipeline, "fuse-elementwise");
   return pipeline;

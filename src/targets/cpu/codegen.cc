@@ -79,6 +79,16 @@ std::string Emitter::Run() {
   return head + "namespace {\n\n" + kernels_ + "}  // namespace\n\n" + out_;
 }
 
+void Emitter::DeclareTile(int depth, const ir::Value& v, const std::string& name) {
+  auto it = plan_ ? plan_->offset.find(v.get()) : decltype(plan_->offset.end()){};
+  if (!plan_ || it == plan_->offset.end()) {
+    Line(depth, fmt::format("{} {};", TypeName(v->type), name));
+    return;
+  }
+  Line(depth, fmt::format("auto& {} = pc::TileAt<{}, {}>(arena + {});", name, TypeName(v->type),
+                          analysis::TileBytes(v->type), it->second));
+}
+
 std::string Emitter::Name(const ir::Value& v) {
   auto [it, fresh] = names_.emplace(v.get(), "");
   if (fresh) it->second = "v" + std::to_string(names_.size() - 1);
@@ -148,7 +158,7 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     Alias(f.iter_args()[i], v);
     const ir::Type& t = f.results()[i]->type;
     if (t.is_tile()) {
-      Line(depth, fmt::format("{} {};", TypeName(t), v));
+      DeclareTile(depth, f.results()[i], v);
       Line(depth, fmt::format("pc::Assign(ctx, {}, {});", v, Operand(f.inits()[i])));
     } else {
       Line(depth, fmt::format("{} {} = pc::ScalarAs<{}>(ctx, {});", TypeName(t), v,
@@ -193,7 +203,10 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
 void Emitter::If(const ir::IfStmt& s, int depth) {
   std::vector<std::string> vars;
   for (const ir::Value& r : s.results()) {
-    Line(depth, fmt::format("{} {}{{}};", TypeName(r->type), Name(r)));
+    if (r->type.is_tile())
+      DeclareTile(depth, r, Name(r));
+    else
+      Line(depth, fmt::format("{} {}{{}};", TypeName(r->type), Name(r)));
     vars.push_back(Name(r));
   }
   auto arm = [&](const ir::Block& b) {
@@ -282,7 +295,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     if (family != ir::OpFamily::kDim) Check(depth);
     return;
   }
-  if (!in_place_.count(res.get())) Line(depth, fmt::format("{} {};", TypeName(rt), r));
+  if (!in_place_.count(res.get())) DeclareTile(depth, res, r);
   std::string call;
   switch (family) {
     case ir::OpFamily::kLoad: {

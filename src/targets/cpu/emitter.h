@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/incore_info.h"
+#include "analysis/tile_plan.h"
 #include "ir/ir.h"
 
 namespace ptox::targets::cpu {
@@ -40,6 +41,8 @@ class Emitter {
   void Alias(const ir::Value& v, const std::string& name) { names_[v.get()] = name; }
   void Line(int depth, const std::string& s);
   void Check(int depth) { Line(depth, "if (ctx.failed()) return ctx.code();"); }
+  // Declares tile `v` as `name`: at its arena offset inside a planned task, else a local.
+  void DeclareTile(int depth, const ir::Value& v, const std::string& name);
   std::string Operand(const ir::Operand& o);
   std::string Operands(const std::vector<ir::Operand>& ops, size_t begin, size_t end);
   std::string Where(const ir::Stmt& s, std::string_view what);
@@ -69,6 +72,7 @@ class Emitter {
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
   const ir::Func& func_;
+  const analysis::TilePlan* plan_ = nullptr;  // the tiles of the task being emitted
   std::string out_;      // the orchestration (ptox_entry)
   std::string kernels_;  // task kernels, emitted before ptox_entry
   std::string* cur_ = &out_;

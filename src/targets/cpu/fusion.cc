@@ -245,7 +245,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
                                DTypeEnum(shape.dtype()), store_w, store_w, result));
   } else {
     dest = Name(root.result());
-    Line(depth, fmt::format("{} {};", TypeName(root.result()->type), dest));
+    DeclareTile(depth, root.result(), dest);
     result = visit_op(root);
     body.push_back(fmt::format("{}.v[r * {} + c] = {};", dest, shape.cols(), result));
   }

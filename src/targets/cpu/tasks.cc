@@ -122,7 +122,15 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
     Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg& {0} = *a.{0};", Name(v))
                                 : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
   }
+  // Tiles at their planned arena offsets (analysis/tile_plan; plan-memory checked the size).
+  const analysis::TilePlan plan = analysis::PlanTiles(s);
+  if (plan.arena_bytes > 0) {
+    Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
+    Line(1, "if (arena == nullptr) return ctx.code();");
+    plan_ = &plan;
+  }
   Block(s.body(), 1);
+  plan_ = nullptr;
   Line(1, "return 0;");
   Line(0, "}");
   Line(0, "");

@@ -219,6 +219,17 @@ const char kEveryTensorOp[] =
 TEST(ParserRoundTrip, EveryTileOp) { ExpectRoundTrip(kEveryTileOp); }
 TEST(ParserRoundTrip, ScalarsAndControlFlow) { ExpectRoundTrip(kScalarsAndControlFlow); }
 TEST(ParserRoundTrip, EveryTensorOp) { ExpectRoundTrip(kEveryTensorOp); }
+TEST(ParserRoundTrip, IncoreAttributes) {
+  ExpectRoundTrip(
+      "func @f(%a: inout tensor<8x8xf32>) {\n"
+      "  incore {onchip_bytes = 4160} {\n"
+      "    %t = tile.load %a[0, 0] : tile<8x8xf32>\n"
+      "    tile.store %t, %a[0, 0]\n"
+      "  }\n"
+      "  incore {\n"
+      "  }\n"
+      "}\n");
+}
 TEST(ParserRoundTrip, TwoFunctionsAndEmptyParams) { ExpectRoundTrip(kTwoFunctions); }
 TEST(ParserRoundTrip, EmptyModule) { EXPECT_TRUE(Parse("", "empty.pto").funcs.empty()); }
 

@@ -1,0 +1,160 @@
+// Tile liveness and arena placement (see tile_plan.h). Statements are numbered in pre-order; a
+// value's interval runs from its definition to its last use, extended to the end of the
+// outermost loop that uses it without defining it. Buffers are placed first-fit by offset in
+// order of definition; a buffer is free again only after its value's last use (no in-place
+// reuse: an op may read an operand while it writes its result).
+#include "analysis/tile_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace ptox::analysis {
+
+int64_t TileBytes(const ir::Type& t) {
+  int64_t elem = 4;  // f32 / bf16 / f16 / i32 compute storage
+  if (t.dtype() == DType::kI8 || t.dtype() == DType::kBool) elem = 1;
+  if (t.dtype() == DType::kI64 || t.dtype() == DType::kIndex) elem = 8;
+  const int64_t bytes = t.rows() * t.cols() * elem + 16;  // + the valid rows / cols
+  return (bytes + 63) / 64 * 64;
+}
+
+namespace {
+
+struct Interval {
+  const ir::ValueNode* value;
+  int64_t bytes;
+  int64_t start, end;
+};
+
+class Liveness {
+ public:
+  explicit Liveness(const ir::Block& body) {
+    Number(body);
+    Walk(body);
+  }
+  std::vector<Interval> Intervals() const {
+    std::vector<Interval> out;
+    for (const auto& [v, iv] : live_) out.push_back(iv);
+    std::sort(out.begin(), out.end(), [](const Interval& a, const Interval& b) {
+      return a.start != b.start ? a.start < b.start : a.value < b.value;
+    });
+    return out;
+  }
+
+ private:
+  // Pre-order positions; for / if statements also record the last position inside them.
+  void Number(const ir::Block& block) {
+    for (const ir::StmtRef& s : block) {
+      const int64_t at = next_++;
+      if (s->kind() == ir::StmtKind::kFor) Number(ir::As<ir::ForStmt>(*s).body());
+      if (s->kind() == ir::StmtKind::kIf) {
+        Number(ir::As<ir::IfStmt>(*s).then_body());
+        Number(ir::As<ir::IfStmt>(*s).else_body());
+      }
+      span_[s.get()] = {at, next_ - 1};
+    }
+  }
+  void Walk(const ir::Block& block) {
+    for (const ir::StmtRef& s : block) Stmt(*s);
+  }
+  void Def(const ir::Value& v, int64_t at) {
+    if (v->type.is_tile()) live_[v.get()] = {v.get(), TileBytes(v->type), at, at};
+  }
+  void Use(const ir::Operand& o, int64_t at) {
+    if (!o.is_value()) return;
+    const ir::ValueNode* v = o.value().get();
+    if (auto a = alias_.find(v); a != alias_.end()) v = a->second;
+    auto it = live_.find(v);
+    if (it == live_.end()) return;  // not a tile of this scope
+    int64_t end = at;
+    for (const auto& [start, last] : nests_) {  // outermost first
+      if (it->second.start < start) {
+        end = std::max(end, last);
+        break;
+      }
+    }
+    it->second.end = std::max(it->second.end, end);
+  }
+  void LiveThrough(const std::vector<ir::Value>& vs, int64_t last) {
+    for (const auto& v : vs)
+      if (auto it = live_.find(v.get()); it != live_.end())
+        it->second.end = std::max(it->second.end, last);
+  }
+  void Stmt(const ir::Stmt& s) {
+    const auto [at, last] = span_.at(&s);
+    switch (s.kind()) {
+      case ir::StmtKind::kOp: {
+        const auto& op = ir::As<ir::OpStmt>(s);
+        for (const auto& a : op.args()) Use(a, at);
+        for (const auto& r : op.results()) Def(r, at);
+        break;
+      }
+      case ir::StmtKind::kFor: {
+        const auto& f = ir::As<ir::ForStmt>(s);
+        for (const auto& o : f.inits()) Use(o, at);
+        for (size_t i = 0; i < f.results().size(); ++i) {
+          Def(f.results()[i], at);
+          alias_[f.iter_args()[i].get()] = f.results()[i].get();
+        }
+        nests_.push_back({at, last});
+        Walk(f.body());
+        nests_.pop_back();
+        LiveThrough(f.results(), last);  // the carried tile is read by every iteration
+        break;
+      }
+      case ir::StmtKind::kIf: {
+        const auto& i = ir::As<ir::IfStmt>(s);
+        for (const auto& r : i.results()) Def(r, at);
+        nests_.push_back({at, last});
+        Walk(i.then_body());
+        Walk(i.else_body());
+        nests_.pop_back();
+        LiveThrough(i.results(), last);  // written by the arms' yields
+        break;
+      }
+      case ir::StmtKind::kYield:
+        for (const auto& v : ir::As<ir::YieldStmt>(s).values()) Use(v, at);
+        break;
+      case ir::StmtKind::kIncore: Walk(ir::As<ir::IncoreStmt>(s).body()); break;
+    }
+  }
+
+  int64_t next_ = 0;
+  std::map<const ir::Stmt*, std::pair<int64_t, int64_t>> span_;
+  std::map<const ir::ValueNode*, Interval> live_;
+  std::map<const ir::ValueNode*, const ir::ValueNode*> alias_;
+  std::vector<std::pair<int64_t, int64_t>> nests_;  // enclosing for / if: [first, last]
+};
+
+}  // namespace
+
+TilePlan PlanTiles(const ir::IncoreStmt& scope) {
+  Liveness live(scope.body());
+  TilePlan plan;
+  std::vector<Interval> active;  // placed and still live, by offset
+  std::vector<int64_t> offsets;
+  for (const Interval& iv : live.Intervals()) {
+    std::vector<std::pair<int64_t, int64_t>> used;  // [offset, offset + bytes) of live buffers
+    int64_t live_bytes = iv.bytes;
+    for (const Interval& a : active)
+      if (a.end >= iv.start) {
+        used.push_back({plan.offset[a.value], plan.offset[a.value] + a.bytes});
+        live_bytes += a.bytes;
+      }
+    std::sort(used.begin(), used.end());
+    int64_t at = 0;
+    for (const auto& [lo, hi] : used) {
+      if (lo - at >= iv.bytes) break;
+      at = std::max(at, hi);
+    }
+    plan.offset[iv.value] = at;
+    plan.arena_bytes = std::max(plan.arena_bytes, at + iv.bytes);
+    plan.peak_bytes = std::max(plan.peak_bytes, live_bytes);
+    plan.total_bytes += iv.bytes;
+    active.push_back(iv);
+  }
+  return plan;
+}
+
+}  // namespace ptox::analysis

@@ -1,0 +1,29 @@
+// Where the tiles of one incore scope live: a byte offset in a per-task arena for every tile
+// value, chosen from tile liveness so that tiles that are never live at once share bytes.
+// plan-memory checks the arena against the target's on-chip budget; the CPU target places its
+// tiles at these offsets.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "ir/ir.h"
+
+namespace ptox::analysis {
+
+struct TilePlan {
+  std::unordered_map<const ir::ValueNode*, int64_t> offset;  // tile value -> arena offset
+  int64_t arena_bytes = 0;  // the arena the offsets need (buffers shared by disjoint lifetimes)
+  int64_t peak_bytes = 0;   // the most bytes of tiles live at one point (a lower bound)
+  int64_t total_bytes = 0;  // every tile in its own buffer (no reuse)
+};
+
+// The bytes one tile takes in the CPU tile library (elements in their compute type, plus the
+// valid shape), 64-byte aligned.
+int64_t TileBytes(const ir::Type& tile);
+
+// Plans the tiles of `scope`. A loop's carried tile shares its results' buffer; a value defined
+// before a loop and used inside it stays live until the loop ends. O(n log n) in the tiles.
+TilePlan PlanTiles(const ir::IncoreStmt& scope);
+
+}  // namespace ptox::analysis

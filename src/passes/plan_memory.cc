@@ -1,0 +1,92 @@
+// plan-memory: plans where the tiles of every tile-level incore scope live (analysis/tile_plan:
+// liveness intervals, buffers shared by tiles never live at once), records the arena size as
+// `incore {onchip_bytes = N}`, and rejects a scope whose arena exceeds the target's on-chip
+// budget with an error naming the scope and its largest tiles.
+//
+// Requires: tile-level scopes (run after convert-tensor-to-tile). Establishes: every incore
+// scope carries onchip_bytes <= the budget. Complexity: O(n log n) in the tiles of each scope.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analysis/tile_plan.h"
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+
+namespace ptox::passes {
+namespace {
+
+// "%t tile<2048x2048xf32> (16 MiB), ..." for the largest tiles defined in a block.
+void CollectTiles(const ir::Block& block, std::vector<ir::Value>& out) {
+  for (const ir::StmtRef& s : block) {
+    if (s->kind() == ir::StmtKind::kOp)
+      for (const auto& r : ir::As<ir::OpStmt>(*s).results())
+        if (r->type.is_tile()) out.push_back(r);
+    if (s->kind() == ir::StmtKind::kFor) CollectTiles(ir::As<ir::ForStmt>(*s).body(), out);
+    if (s->kind() == ir::StmtKind::kIf) {
+      CollectTiles(ir::As<ir::IfStmt>(*s).then_body(), out);
+      CollectTiles(ir::As<ir::IfStmt>(*s).else_body(), out);
+    }
+  }
+}
+
+std::string LargestTiles(const ir::Block& body) {
+  std::vector<ir::Value> tiles;
+  CollectTiles(body, tiles);
+  std::stable_sort(tiles.begin(), tiles.end(), [](const ir::Value& a, const ir::Value& b) {
+    return analysis::TileBytes(a->type) > analysis::TileBytes(b->type);
+  });
+  std::string s;
+  for (size_t i = 0; i < tiles.size() && i < 3; ++i)
+    s += (i ? ", " : "") + std::string("%") + tiles[i]->name + " " + tiles[i]->type.ToString();
+  return s;
+}
+
+class Planner {
+ public:
+  explicit Planner(const Capabilities& caps) : caps_(caps) {}
+
+  ir::Block Block(const ir::Block& block) {
+    ir::Block out;
+    for (const ir::StmtRef& s : block) out.push_back(Stmt(s));
+    return out;
+  }
+
+ private:
+  ir::StmtRef Stmt(const ir::StmtRef& s) {
+    switch (s->kind()) {
+      case ir::StmtKind::kIncore: return Scope(ir::As<ir::IncoreStmt>(*s));
+      case ir::StmtKind::kFor: {
+        const auto& f = ir::As<ir::ForStmt>(*s);
+        return f.WithBody(Block(f.body()));
+      }
+      case ir::StmtKind::kIf: {
+        const auto& i = ir::As<ir::IfStmt>(*s);
+        return ir::IfStmt::Make(i.cond(), Block(i.then_body()), Block(i.else_body()), i.results(),
+                                i.span());
+      }
+      default: return s;
+    }
+  }
+
+  ir::StmtRef Scope(const ir::IncoreStmt& scope) {
+    const analysis::TilePlan plan = analysis::PlanTiles(scope);
+    PTOX_CHECK(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
+        << "incore scope needs " << plan.arena_bytes << " bytes of tiles (largest: "
+        << LargestTiles(scope.body()) << "), over the target's on-chip budget of "
+        << caps_.onchip_budget_bytes << " bytes; use smaller tiles";
+    ir::Attrs attrs = scope.attrs();
+    attrs["onchip_bytes"] = plan.arena_bytes;
+    return scope.WithAttrs(std::move(attrs));
+  }
+
+  const Capabilities& caps_;
+};
+
+}  // namespace
+
+ir::Module PlanMemory(const ir::Module& module, const PassContext& ctx) {
+  return MapFuncs(module, [&](const ir::Func& f) { return Planner(ctx.caps).Block(f.body); });
+}
+
+}  // namespace ptox::passes
