@@ -29,7 +29,8 @@ struct Interval {
 
 class Liveness {
  public:
-  explicit Liveness(const ir::Block& body) {
+  Liveness(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>* inlined)
+      : inlined_(inlined) {
     Number(body);
     Walk(body);
   }
@@ -59,11 +60,16 @@ class Liveness {
     for (const ir::StmtRef& s : block) Stmt(*s);
   }
   void Def(const ir::Value& v, int64_t at) {
-    if (v->type.is_tile()) live_[v.get()] = {v.get(), TileBytes(v->type), at, at};
+    if (v->type.is_tile() && !(inlined_ && inlined_->count(v.get())))
+      live_[v.get()] = {v.get(), TileBytes(v->type), at, at};
   }
   void Use(const ir::Operand& o, int64_t at) {
     if (!o.is_value()) return;
     const ir::ValueNode* v = o.value().get();
+    if (auto in = operands_.find(v); in != operands_.end()) {  // computed here: reads these
+      for (const ir::Operand& a : *in->second) Use(a, at);
+      return;
+    }
     if (auto a = alias_.find(v); a != alias_.end()) v = a->second;
     auto it = live_.find(v);
     if (it == live_.end()) return;  // not a tile of this scope
@@ -86,6 +92,10 @@ class Liveness {
     switch (s.kind()) {
       case ir::StmtKind::kOp: {
         const auto& op = ir::As<ir::OpStmt>(s);
+        if (!op.results().empty() && inlined_ && inlined_->count(op.result().get())) {
+          operands_[op.result().get()] = &op.args();
+          break;
+        }
         for (const auto& a : op.args()) Use(a, at);
         for (const auto& r : op.results()) Def(r, at);
         break;
@@ -120,6 +130,8 @@ class Liveness {
     }
   }
 
+  const std::unordered_set<const ir::ValueNode*>* inlined_;
+  std::map<const ir::ValueNode*, const std::vector<ir::Operand>*> operands_;  // of inlined ops
   int64_t next_ = 0;
   std::map<const ir::Stmt*, std::pair<int64_t, int64_t>> span_;
   std::map<const ir::ValueNode*, Interval> live_;
@@ -129,8 +141,9 @@ class Liveness {
 
 }  // namespace
 
-TilePlan PlanTiles(const ir::IncoreStmt& scope) {
-  Liveness live(scope.body());
+TilePlan PlanTiles(const ir::IncoreStmt& scope,
+                   const std::unordered_set<const ir::ValueNode*>* inlined) {
+  Liveness live(scope.body(), inlined);
   TilePlan plan;
   std::vector<Interval> active;  // placed and still live, by offset
   std::vector<int64_t> offsets;

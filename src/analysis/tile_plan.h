@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/ir.h"
 
@@ -24,6 +25,9 @@ int64_t TileBytes(const ir::Type& tile);
 
 // Plans the tiles of `scope`. A loop's carried tile shares its results' buffer; a value defined
 // before a loop and used inside it stays live until the loop ends. O(n log n) in the tiles.
-TilePlan PlanTiles(const ir::IncoreStmt& scope);
+// `inlined` (optional) are values a target computes where they are used (fused elementwise
+// chains): they take no bytes, and their operands are read where they are used.
+TilePlan PlanTiles(const ir::IncoreStmt& scope,
+                   const std::unordered_set<const ir::ValueNode*>* inlined = nullptr);
 
 }  // namespace ptox::analysis

@@ -1,9 +1,11 @@
 // The public API (ptox/ptox.h): the one place where compiler exceptions become Status.
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "driver/cache.h"
 #include "driver/compile.h"
@@ -111,11 +113,45 @@ Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const 
   return out;
 }
 
+namespace {
+
+// `target`'s capabilities ("interp": the nominal defaults) with the overrides in `caps` applied.
+passes::Capabilities CapsFor(std::string_view target, const TargetCaps& caps) {
+  passes::Capabilities c;
+  if (target != "interp") c = targets::GetTarget(target).caps();
+  auto set = [](auto& field, const std::optional<int64_t>& v, std::string_view name) {
+    if (!v) return;
+    using T = std::remove_reference_t<decltype(field)>;
+    PTOX_CHECK(*v > 0 && *v <= std::numeric_limits<T>::max(), Span{})
+        << "capability " << name << " must be a positive byte count of at most "
+        << std::numeric_limits<T>::max() << ", got " << *v;
+    field = static_cast<T>(*v);
+  };
+  set(c.vector_bytes, caps.vector_bytes, "vector");
+  set(c.l1_bytes, caps.l1_bytes, "l1");
+  set(c.l2_bytes, caps.l2_bytes, "l2");
+  set(c.onchip_budget_bytes, caps.onchip_bytes, "onchip");
+  return c;
+}
+
+// driver::Lower, with capability overrides when there are any.
+ir::Func LowerFor(const targets::Target& target, const ir::Func& func,
+                  const CompileOptions& options) {
+  if (options.caps.empty()) return driver::Lower(target, func, options.fuse);
+  ir::Module m;
+  m.funcs.push_back(std::make_shared<const ir::Func>(func));
+  passes::PipelineOptions popts;
+  popts.context.caps = CapsFor(target.name(), options.caps);
+  return *passes::RunPipeline(m, passes::DefaultPipeline(options.fuse), popts).funcs[0];
+}
+
+}  // namespace
+
 Result<Program> Transform(const Program& program, const TransformOptions& options) {
   ir::Module m;
   Status s = Guard([&] {
     passes::PipelineOptions popts;
-    popts.context.caps = targets::GetTarget(options.target).caps();
+    popts.context.caps = CapsFor(options.target, options.caps);
     popts.timings = options.timings;
     if (options.after_pass) {
       popts.after_pass = [&](std::string_view name, const ir::Module& mod) {
@@ -142,9 +178,14 @@ Result<std::string> Compile(const Program& program, const CompileOptions& option
     const ir::Func* f = Entry(program.module(), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
     switch (options.emit) {
-      case Emit::kIr: out = ir::Print(driver::Lower(target, *f, options.fuse)); break;
-      case Emit::kSource: out = target.Source(driver::Lower(target, *f, options.fuse)); break;
-      case Emit::kBinary: out = driver::CompileToCache(target, *f, options.fuse); break;
+      case Emit::kIr: out = ir::Print(LowerFor(target, *f, options)); break;
+      case Emit::kSource: out = target.Source(LowerFor(target, *f, options)); break;
+      case Emit::kBinary:
+        PTOX_CHECK(options.caps.empty(), Span{})
+            << "capability overrides apply to the emitted IR and source only: a binary is built "
+               "for the target's own capabilities";
+        out = driver::CompileToCache(target, *f, options.fuse);
+        break;
     }
   });
   if (!s.ok()) return s;

@@ -60,6 +60,7 @@ class TensorChecker {
   }
   // A float tensor operand.
   const Type& Tensor(size_t i) const {
+    PTOX_CHECK(i < args_.size(), span_) << OpName(op_) << " needs a tensor operand " << i;
     const Operand& a = args_[i];
     PTOX_CHECK(a.is_value() && a.type().is_tensor(), span_)
         << OpName(op_) << " operand " << i << " must be a tensor, got "
@@ -69,6 +70,7 @@ class TensorChecker {
     return a.value()->type;
   }
   void Index(size_t i) const {
+    PTOX_CHECK(i < args_.size(), span_) << OpName(op_) << " needs an index operand " << i;
     const Operand& a = args_[i];
     PTOX_CHECK(a.is_int() || (a.is_value() && a.type().is_scalar() && IsInteger(a.type().dtype())),
                span_)

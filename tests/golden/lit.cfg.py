@@ -34,4 +34,5 @@ config.substitutions.append(('%examples', os.path.abspath(examples)))
 config.substitutions.append(('%python', sys.executable))
 config.substitutions.append((r'(?<![\w/.-])FileCheck(?![\w/.-])', tool('FileCheck')))
 config.substitutions.append((r'(?<![\w/.%-])not(?![\w/.-])', tool('not')))
+config.substitutions.append((r'(?<![\w/.-])split-file(?![\w/.-])', tool('split-file')))
 config.environment['PTOX_LOG_LEVEL'] = 'error'

@@ -123,7 +123,7 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
                                 : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
   }
   // Tiles at their planned arena offsets (analysis/tile_plan; plan-memory checked the size).
-  const analysis::TilePlan plan = analysis::PlanTiles(s);
+  const analysis::TilePlan plan = analysis::PlanTiles(s, &inlined_);
   if (plan.arena_bytes > 0) {
     Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
     Line(1, "if (arena == nullptr) return ctx.code();");
