@@ -1,0 +1,219 @@
+// Tensor-level programs (examples/tensor) on every compiled target against the interpreter, with
+// fusion on and off, for symbolic shapes that are not multiples of the tiles and the same
+// programs with the sizes written in; and fusion itself: kernels per program, bytes moved.
+// (tests/e2e/numpy_check.py compares the same programs with numpy, an independent reference.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "host_tensor.h"
+#include "ptox/ptox.h"
+
+namespace ptox::testing {
+namespace {
+
+using Dims = std::map<std::string, int64_t>;
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(PTOX_EXAMPLES_DIR) + "/tensor/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The program with its symbolic dims written in as static sizes.
+std::string WithStaticDims(std::string text, const Dims& dims) {
+  for (const auto& [sym, n] : dims)
+    text = std::regex_replace(text, std::regex("\\{" + sym + "\\}"), std::to_string(n));
+  return text;
+}
+
+struct Buffers {
+  std::vector<std::unique_ptr<HostTensor>> tensors;
+  std::vector<Arg> args;
+  std::vector<bool> is_out;
+};
+
+Buffers MakeArgs(const Program& prog, const Dims& dims, uint32_t seed) {
+  auto params = prog.Params();
+  EXPECT_TRUE(params.ok()) << params.status().message();
+  std::mt19937 rng(seed);
+  Buffers b;
+  for (const ParamInfo& p : *params) {
+    std::vector<int64_t> shape;
+    for (const auto& d : p.dims) shape.push_back(d.sym.empty() ? d.size : dims.at(d.sym));
+    b.tensors.push_back(std::make_unique<HostTensor>(p.dtype, shape));
+    if (p.dir != ParamDirection::kOut) b.tensors.back()->FillUniform(rng, -2.0f, 2.0f);
+    b.args.push_back(b.tensors.back()->view());
+    b.is_out.push_back(p.dir != ParamDirection::kIn);
+  }
+  return b;
+}
+
+// Runs `prog` on `target` over fresh copies of the same seeded inputs; returns the buffers.
+Buffers RunOn(const Program& prog, const Dims& dims, const RunOptions& opts) {
+  Buffers b = MakeArgs(prog, dims, 42);
+  Status s = Run(prog, b.args, opts);
+  EXPECT_TRUE(s.ok()) << opts.target << (opts.fuse ? "" : " (unfused)") << ": " << s.message();
+  return b;
+}
+
+// Outputs agree within the reorder bound: |got - want| <= bound * (|want| + max |want|), NaN
+// where the reference has NaN (bound 0: bit-identical values).
+void ExpectClose(const Buffers& got, const Buffers& want, double bound, const std::string& what) {
+  for (size_t i = 0; i < want.tensors.size(); ++i) {
+    if (!want.is_out[i]) continue;
+    const HostTensor &g = *got.tensors[i], &w = *want.tensors[i];
+    double max_abs = 0;
+    for (int64_t k = 0; k < w.numel(); ++k) max_abs = std::max(max_abs, std::fabs(double(w.Get(k))));
+    int bad = 0;
+    for (int64_t k = 0; k < w.numel() && bad < 5; ++k) {
+      const double a = g.Get(k), b = w.Get(k);
+      const bool ok = std::isnan(b) ? std::isnan(a)
+                                    : std::fabs(a - b) <= bound * (std::fabs(b) + max_abs);
+      if (!ok) ++bad;
+      EXPECT_TRUE(ok) << what << " output " << i << "[" << k << "] = " << a << ", interp " << b
+                      << " (bound " << bound << ")";
+    }
+  }
+}
+
+struct Case {
+  std::string file;
+  std::vector<Dims> sizes;
+};
+
+std::vector<Case> Cases() {
+  return {
+      {"softmax.pto", {{{"N", 1}}, {{"N", 37}}, {{"N", 130}}}},
+      {"rmsnorm.pto", {{{"N", 1}}, {{"N", 37}}, {{"N", 300}}}},
+      {"layernorm.pto", {{{"B", 1}, {"T", 1}}, {{"B", 3}, {"T", 21}}, {{"B", 2}, {"T", 130}}}},
+      {"linear_gelu.pto", {{{"M", 1}}, {{"M", 37}}, {{"M", 200}}}},
+      {"swiglu_mlp.pto", {{{"M", 1}}, {{"M", 37}}, {{"M", 150}}}},
+      {"attention.pto", {{{"S", 1}}, {{"S", 37}}, {{"S", 150}}}},
+      {"rope.pto", {{{"T", 1}}, {{"T", 19}}}},
+  };
+}
+
+class TensorProgram : public ::testing::TestWithParam<Case> {};
+
+void CheckAllTargets(const Program& prog, const Dims& dims, const std::string& what) {
+  Buffers ref = RunOn(prog, dims, {.target = "interp"});
+  Buffers in = MakeArgs(prog, dims, 42);
+  Result<double> bound = ReorderBound(prog, {}, in.args);
+  ASSERT_TRUE(bound.ok()) << bound.status().message();
+  for (const std::string& t : AvailableTargets()) {
+    if (t == "interp") continue;
+    for (bool fuse : {true, false}) {
+      Buffers got = RunOn(prog, dims, {.target = t, .fuse = fuse});
+      ExpectClose(got, ref, *bound, what + " on " + t + (fuse ? "" : " unfused"));
+      for (size_t i = 0; i < in.tensors.size(); ++i) {
+        if (!in.is_out[i]) {
+          EXPECT_EQ(got.tensors[i]->Hash(), in.tensors[i]->Hash()) << "input " << i << " modified";
+        }
+      }
+    }
+  }
+}
+
+TEST_P(TensorProgram, SymbolicShapesMatchTheInterpreter) {
+  const std::string text = ReadExample(GetParam().file);
+  auto prog = Program::Parse(text, GetParam().file);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  for (const Dims& dims : GetParam().sizes) CheckAllTargets(*prog, dims, GetParam().file);
+}
+
+TEST_P(TensorProgram, StaticShapesMatchTheInterpreter) {
+  const Dims& dims = GetParam().sizes.back();
+  auto prog = Program::Parse(WithStaticDims(ReadExample(GetParam().file), dims), GetParam().file);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  CheckAllTargets(*prog, {}, GetParam().file + " (static)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, TensorProgram, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) {
+                           std::string n = info.param.file.substr(0, info.param.file.find('.'));
+                           return n;
+                         });
+
+// Distinct kernels (task names without the position) and bytes moved in one run on "cpu".
+struct Traffic {
+  std::set<std::string> kernels;
+  int64_t read = 0, written = 0;
+};
+Traffic Measure(const Program& prog, const Dims& dims, bool fuse) {
+  Buffers b = MakeArgs(prog, dims, 7);
+  std::vector<TaskTrace> trace;
+  Status s = Run(prog, b.args, {.target = "cpu", .trace = &trace, .fuse = fuse});
+  EXPECT_TRUE(s.ok()) << s.message();
+  Traffic t;
+  for (const TaskTrace& task : trace) {
+    t.kernels.insert(task.name.substr(0, task.name.find(' ')));
+    t.read += task.bytes_read;
+    t.written += task.bytes_written;
+  }
+  return t;
+}
+
+const char kChain[] = R"(
+func @chain(%a: in tensor<{N}x300xf32>, %b: in tensor<{N}x300xf32>, %c: in tensor<300xf32>,
+            %y: out tensor<{N}x300xf32>) {
+  %0 = tensor.mul %a, %b
+  %1 = tensor.add %0, %c
+  %2 = tensor.silu %1
+  %3 = tensor.sub %2, %a
+  %4 = tensor.mul %3, 0.5
+  %5 = tensor.max %4, %b
+  %6 = tensor.exp %5
+  %7 = tensor.div %6, %c
+  tensor.store %7, %y
+}
+)";
+
+TEST(Fusion, ElementwiseChainIsOneKernelReadingEachInputOnce) {
+  auto prog = Program::Parse(kChain);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  const int64_t n = 77, bytes = n * 300 * 4;
+  Traffic fused = Measure(*prog, {{"N", n}}, true);
+  EXPECT_EQ(fused.kernels.size(), 1u);
+  // a and b once; the 300-wide c once per row tile (it broadcasts down the rows).
+  EXPECT_GE(fused.read, 2 * bytes + 300 * 4);
+  EXPECT_LE(fused.read, 2 * bytes + 300 * 4 * ((n + 1) / 2));
+  EXPECT_EQ(fused.written, bytes);
+  Traffic unfused = Measure(*prog, {{"N", n}}, false);
+  EXPECT_EQ(unfused.kernels.size(), 8u);
+  EXPECT_GT(unfused.written, 7 * bytes);  // every intermediate goes through memory
+  CheckAllTargets(*prog, {{"N", n}}, "chain");
+}
+
+TEST(Fusion, KernelsPerExample) {
+  const std::map<std::string, size_t> want = {{"softmax.pto", 1}, {"rmsnorm.pto", 1},
+                                              {"layernorm.pto", 1}, {"linear_gelu.pto", 1},
+                                              {"swiglu_mlp.pto", 3}};
+  for (const Case& c : Cases()) {
+    auto it = want.find(c.file);
+    if (it == want.end()) continue;
+    auto prog = Program::Parse(ReadExample(c.file), c.file);
+    ASSERT_TRUE(prog.ok()) << prog.status().message();
+    EXPECT_EQ(Measure(*prog, c.sizes.back(), true).kernels.size(), it->second) << c.file;
+    EXPECT_GT(Measure(*prog, c.sizes.back(), false).kernels.size(), it->second) << c.file;
+  }
+}
+
+TEST(Fusion, RowReductionReadsItsInputOnce) {
+  auto prog = Program::Parse(ReadExample("softmax.pto"));
+  ASSERT_TRUE(prog.ok());
+  const int64_t n = 130, bytes = n * 200 * 4;
+  Traffic t = Measure(*prog, {{"N", n}}, true);
+  EXPECT_EQ(t.read, bytes);
+  EXPECT_EQ(t.written, bytes);
+}
+
+}  // namespace
+}  // namespace ptox::testing
