@@ -11,8 +11,12 @@ packages=(
   libxxhash-dev                                      # compile-cache hashing
   libhwy-dev                                         # portable SIMD (CPU backend)
   binutils python3                                   # objdump; lit runs on python3
+  python3-numpy                                      # tests/e2e/numpy_check.py (reference)
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )
+
+# `setup.sh --bench` adds what the benchmarks compare against (torch for bench/tensor_bench).
+[ "${1:-}" = "--bench" ] && packages+=(python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do
