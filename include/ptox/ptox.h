@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,10 +87,25 @@ struct RunOptions {
 // unknown target, kRuntime for failures while running.
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options = {});
 
+// Overrides of the target capabilities that passes read (tile sizes, the on-chip budget); an
+// unset field keeps the target's value. Golden tests pin them so that the IR does not depend on
+// the host's caches (`ptox opt --caps=vector=64,l1=32768,l2=1048576,onchip=4194304`). Every
+// value set must be positive.
+struct TargetCaps {
+  std::optional<int64_t> vector_bytes;  // widest SIMD register
+  std::optional<int64_t> l1_bytes;      // per-core data cache
+  std::optional<int64_t> l2_bytes;
+  std::optional<int64_t> onchip_bytes;  // the most bytes of tiles one incore scope may hold
+  bool empty() const { return !vector_bytes && !l1_bytes && !l2_bytes && !onchip_bytes; }
+};
+
 // Runs IR passes over a program (ptox opt). Every pass is followed by the verifier.
 struct TransformOptions {
   std::vector<std::string> passes;  // pass names in order (see ListPasses)
-  std::string target = "cpu";       // whose capabilities (vector width, caches) passes read
+  // Whose capabilities (vector width, caches) passes read: a compiled target, or "interp"
+  // (nominal capabilities; the interpreter runs tensor programs as written).
+  std::string target = "cpu";
+  TargetCaps caps;  // overrides of the target's capabilities
   // When set, receives (pass, milliseconds) for every pass run (--time-passes).
   std::vector<std::pair<std::string, double>>* timings = nullptr;
   // Called after each pass with its name and the resulting IR text (--print-ir-after-all).
@@ -111,6 +127,9 @@ struct CompileOptions {
   std::string function;  // empty: the last function in the module
   Emit emit = Emit::kSource;
   bool fuse = true;  // as RunOptions::fuse
+  // Capability overrides for the pass pipeline (as TransformOptions::caps); kIr and kSource
+  // only: a binary is always built for the target's own capabilities (kInvalid otherwise).
+  TargetCaps caps;
 };
 // Compiles (through the cache for kBinary) and returns the text or the binary's path.
 Result<std::string> Compile(const Program& program, const CompileOptions& options);

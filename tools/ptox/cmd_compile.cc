@@ -1,5 +1,6 @@
-// `ptox compile FILE --target=T --emit=ir|src|bin [-o PATH] [--function NAME]`: what a compiled
-// target makes of a program: the lowered IR, the generated source, or the shared object.
+// `ptox compile FILE --target=T --emit=ir|src|bin [-o PATH] [--function NAME] [--no-fuse]
+// [--caps=l2=N,...]`: what a compiled target makes of a program: the lowered IR, the generated
+// source, or the shared object (--caps: ir and src only).
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -17,12 +18,20 @@ struct CompileArgs {
   std::string function;
   Emit emit = Emit::kSource;
   std::string output;
+  bool no_fuse = false;
+  std::string caps;
 };
 
 int RunCompile(const CompileArgs& args) {
   Result<Program> prog = Program::FromFile(args.file);
   if (!prog.ok()) return Fail(prog.status());
-  Result<std::string> out = Compile(*prog, {args.target, args.function, args.emit});
+  CompileOptions opts{args.target, args.function, args.emit, !args.no_fuse};
+  if (!args.caps.empty()) {
+    Result<TargetCaps> caps = ParseCaps(args.caps);
+    if (!caps.ok()) return Fail(caps.status());
+    opts.caps = *caps;
+  }
+  Result<std::string> out = Compile(*prog, opts);
   if (!out.ok()) return Fail(out.status());
   if (args.emit == Emit::kBinary) {
     std::string dest = args.output.empty() ? "a.so" : args.output;
@@ -55,6 +64,9 @@ Handler RegisterCompile(CLI::App& app) {
   sub->add_option("--emit", args->emit, "ir, src or bin")
       ->transform(CLI::CheckedTransformer(emits, CLI::ignore_case));
   sub->add_option("-o,--output", args->output, "output file (default: stdout; bin: a.so)");
+  sub->add_flag("--no-fuse", args->no_fuse, "one kernel per tensor op (skip fuse-elementwise)");
+  sub->add_option("--caps", args->caps,
+                  "override capabilities for --emit=ir|src: vector=64,l1=32K,l2=1M,onchip=4M");
   return [args] { return RunCompile(*args); };
 }
 

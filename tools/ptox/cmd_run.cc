@@ -1,6 +1,6 @@
 // `ptox run FILE [--target T] [--function F] [--inputs a.npy,...] [--seed N] [--dims N=100,...]
-// [--scalars x=1.5,...] [--outputs DIR] [--check]`: run a program on .npy or seeded random inputs
-// and print one summary line per output (stdout), then `OK`.
+// [--scalars x=1.5,...] [--outputs DIR] [--check] [--no-fuse]`: run a program on .npy or seeded
+// random inputs and print one summary line per output (stdout), then `OK`.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,6 +38,7 @@ struct RunArgs {
   std::string trace_path;
   bool profile = false;
   bool check_nan = false;
+  bool no_fuse = false;
 };
 
 using Symbols = std::map<std::string, int64_t>;
@@ -337,7 +338,8 @@ int RunCommand(RunArgs args) {
   bool tracing = !args.trace_path.empty() || args.profile;
   s = Run(*prog, *run_args,
           {.target = args.target, .function = args.function, .num_threads = args.threads,
-           .check_nan = args.check_nan, .trace = tracing ? &trace : nullptr});
+           .check_nan = args.check_nan, .trace = tracing ? &trace : nullptr,
+           .fuse = !args.no_fuse});
   if (!s.ok()) return Fail(s);
   if (!args.trace_path.empty()) {
     std::FILE* f = std::fopen(args.trace_path.c_str(), "wb");
@@ -392,6 +394,8 @@ Handler RegisterRun(CLI::App& app) {
   sub->add_flag("--profile", args->profile,
                 "print per-kernel calls, time, GB/s and GFLOP/s to stderr (compiled targets)");
   sub->add_flag("--check-nan", args->check_nan, "fail the task that writes a NaN to an output");
+  sub->add_flag("--no-fuse", args->no_fuse,
+                "compiled targets: one kernel per tensor op (skip fuse-elementwise)");
   return [args] { return RunCommand(*args); };
 }
 

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "ptox/ptox.h"
 #include "ptox/status.h"
 
 namespace ptox::cli {
@@ -20,5 +21,9 @@ Handler RegisterCache(CLI::App& app);
 // Prints a failed status to stderr and returns its exit code (DESIGN.md: 1 invalid, 2
 // unsupported, 3 toolchain, 4 runtime, 70 internal).
 int Fail(const Status& status);
+
+// `--caps=vector=64,l1=32K,l2=1M,onchip=4M` (any subset; K / M / G are binary multiples) ->
+// capability overrides; a malformed item is kInvalid, naming the known capabilities.
+Result<TargetCaps> ParseCaps(const std::string& spec);
 
 }  // namespace ptox::cli
