@@ -16,13 +16,17 @@ namespace {
 
 using ir::OpCode;
 
-// Copy tiles: up to 2048 columns, rows so that two tiles fit the on-chip budget.
+// Copy tiles: up to 2048 columns, rows so that two tiles fill half of L2 (and of the on-chip
+// budget), never more rows than a static dim has.
 Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps) {
   Tiling t;
   const ir::Dim& c = shape.back();
   t.cols = c.is_static() ? std::clamp<int64_t>(c.size, 1, 2048) : 1024;
-  if (shape.size() >= 2)
-    t.rows = std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, caps.l2_bytes / (16 * t.cols))), 1, 256);
+  if (shape.size() < 2) return t;
+  const int64_t bytes = std::min(caps.l2_bytes, caps.onchip_budget_bytes) / 4;
+  t.rows = std::clamp<int64_t>(FloorPow2(std::max<int64_t>(1, bytes / (4 * t.cols))), 1, 256);
+  const ir::Dim& r = shape[shape.size() - 2];
+  if (r.is_static() && r.size > 0) t.rows = std::min(t.rows, r.size);
   return t;
 }
 
@@ -182,7 +186,7 @@ void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::O
   t.rows = 1;
   std::vector<NestDim> dims;
   for (int d = 0; d + 1 < ro; ++d) dims.push_back({ext.Of(w, out[d]), 1, false});
-  dims.push_back({ext.Of(w, out.back()), t.cols, false});
+  dims.push_back({ext.Of(w, out.back()), t.cols, out.back().is_static() && out.back().size <= t.cols});
   std::vector<ir::Operand> in_ext;
   for (int d = 0; d + 1 < ri; ++d) in_ext.push_back(ext.Of(w, in[d]));
   std::vector<ir::Operand> out_ext;
@@ -191,6 +195,10 @@ void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::O
     // Row-major flat row index of the output row, then the input row it comes from.
     ir::Operand flat = ir::Operand::Int(0);
     for (int d = 0; d + 1 < ro; ++d) {
+      if (d == 0) {
+        flat = off[0];
+        continue;
+      }
       ir::Operand scaled = outer.Op(OpCode::kArithMul, {flat, out_ext[d]});
       flat = outer.Op(OpCode::kArithAdd, {scaled, off[d]});
     }

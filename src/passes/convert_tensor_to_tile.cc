@@ -311,6 +311,10 @@ class Converter {
     convert::LowerAlone(w, ext_, caps_, *g.ops[0], *g.stores[0]);
   }
 
+  // Bytes of tiles a task should hold: half the L2 (what stays in cache), and never more than
+  // half the on-chip budget (plan-memory's hard limit; the estimate of live tiles is rough).
+  int64_t WorkingSet() const { return std::min(caps_.l2_bytes, caps_.onchip_budget_bytes) / 2; }
+
   // Tile extents for an elementwise / row group: whole rows when `row`, else up to 2048
   // columns; rows so that the values live at once (inputs plus two) fit the on-chip budget,
   // keeping at least 8 tasks where the shape allows.
@@ -327,7 +331,7 @@ class Converter {
         if (a.is_value() && a.type().is_tensor() && !defined.count(a.value().get()))
           leaves.insert(a.value().get());
     const int64_t live = 2 + static_cast<int64_t>(leaves.size());
-    const int64_t elems = std::max<int64_t>(1, caps_.l2_bytes / 2 / (4 * live));
+    const int64_t elems = std::max<int64_t>(1, WorkingSet() / (4 * live));
     t.rows = std::clamp<int64_t>(convert::FloorPow2(std::max<int64_t>(1, elems / t.cols)), 1, 1024);
     int64_t outer = 1;  // static tasks outside the row dim
     for (int d = 0; d + 2 < r; ++d) outer *= domain[d].is_static() ? domain[d].size : 8;
@@ -363,7 +367,8 @@ class Converter {
   // rows in one tile and takes 512-wide column stripes over 256-deep K slices.
   Tiling MatmulTiling(int64_t m, int64_t n, int64_t k, int64_t* tk) const {
     int64_t tile = 16;
-    while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= caps_.l2_bytes) tile *= 2;
+    const int64_t fit = std::min(caps_.l2_bytes, caps_.onchip_budget_bytes);
+    while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= fit) tile *= 2;
     Tiling t{tile, tile};
     *tk = 4 * tile;
     if (m > 0 && m <= 16) t = {m, 512}, *tk = 256;

@@ -39,7 +39,10 @@ void LowerSoftmax(BlockWriter& w, const ir::OpStmt& op, bool log) {
 void LowerNorm(BlockWriter& w, const ir::OpStmt& op, bool layer) {
   const ir::Value& x = op.args()[0].value();
   const int64_t c = x->type.shape().back().size;  // the weight's static size equals it
-  const auto eps = ir::Operand::Float(static_cast<float>(ir::FloatAttr(op.attrs(), "eps", 1e-5)));
+  // Default eps as in docs/ops.md (and the interpreter): 1e-5 for layernorm, 1e-6 for rmsnorm.
+  const double eps_default = layer ? 1e-5 : 1e-6;
+  const auto eps =
+      ir::Operand::Float(static_cast<float>(ir::FloatAttr(op.attrs(), "eps", eps_default)));
   ir::Value centered = x;
   if (layer) {
     ir::Value mean = Mean(w, x, c);
