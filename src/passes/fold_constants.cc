@@ -54,6 +54,25 @@ std::optional<double> FoldFloat(ir::OpCode op, double a, double b) {
   }
 }
 
+// Integer identities of index arithmetic: x + 0, 0 + x, x - 0, x * 1, 1 * x -> x; x * 0 -> 0
+// (exact for integers; floats keep them: NaN and signed zeros).
+std::optional<ir::Operand> Identity(ir::OpCode op, const std::vector<ir::Operand>& a) {
+  auto is = [](const ir::Operand& o, int64_t v) { return o.is_int() && o.int_value() == v; };
+  switch (op) {
+    case ir::OpCode::kArithAdd:
+      if (is(a[1], 0)) return a[0];
+      if (is(a[0], 0)) return a[1];
+      return {};
+    case ir::OpCode::kArithSub: return is(a[1], 0) ? std::optional(a[0]) : std::nullopt;
+    case ir::OpCode::kArithMul:
+      if (is(a[1], 1)) return a[0];
+      if (is(a[0], 1)) return a[1];
+      if (is(a[0], 0) || is(a[1], 0)) return ir::Operand::Int(0);
+      return {};
+    default: return {};
+  }
+}
+
 class Folder {
  public:
   ir::Block FoldBlock(const ir::Block& block) {
@@ -95,6 +114,9 @@ class Folder {
     if (args[0].is_int() && args[1].is_int() && t.dtype() == DType::kIndex) {
       if (auto v = FoldInt(op.op(), args[0].int_value(), args[1].int_value()))
         return ir::Operand::Int(*v);
+    }
+    if (IsInteger(t.dtype())) {
+      if (auto v = Identity(op.op(), args)) return v;
     }
     if (!args[0].is_value() && !args[1].is_value() && t.dtype() == DType::kF32) {
       auto as_double = [](const ir::Operand& o) {

@@ -29,6 +29,8 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
       "fuse-elementwise",        // tensor ops -> groups that share one tile loop
       "convert-tensor-to-tile",  // groups -> loops of tile-level incore scopes
       "fold-constants",          // static sizes and index arithmetic become immediates
+      "unroll",                  // `unroll` loops with constant bounds -> straight-line copies
+      "fold-constants",          // the copies' index arithmetic on immediates
       "dce",                     // drop what folding left unused
       "plan-memory",             // tile liveness -> arena offsets, checked against the budget
   };

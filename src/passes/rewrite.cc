@@ -82,4 +82,68 @@ ir::Block Substitute(const ir::Block& block, const Substitution& subst) {
   return out;
 }
 
+namespace {
+
+std::vector<ir::Value> Fresh(const std::vector<ir::Value>& vs, Substitution& subst) {
+  std::vector<ir::Value> out;
+  for (const ir::Value& v : vs) {
+    out.push_back(ir::MakeValue(v->type, v->name));
+    subst[v.get()] = out.back();
+  }
+  return out;
+}
+
+ir::Operand MapOne(const ir::Operand& o, const Substitution& subst) {
+  bool changed = false;
+  return Map({o}, subst, &changed)[0];
+}
+
+ir::StmtRef CloneStmt(const ir::StmtRef& s, Substitution& subst) {
+  bool changed = false;
+  switch (s->kind()) {
+    case ir::StmtKind::kOp: {
+      const auto& op = ir::As<ir::OpStmt>(*s);
+      auto args = Map(op.args(), subst, &changed);
+      return ir::OpStmt::Make(op.op(), std::move(args), op.attrs(), Fresh(op.results(), subst),
+                              op.span());
+    }
+    case ir::StmtKind::kFor: {
+      const auto& f = ir::As<ir::ForStmt>(*s);
+      auto inits = Map(f.inits(), subst, &changed);
+      ir::Operand lb = MapOne(f.lb(), subst), ub = MapOne(f.ub(), subst),
+                  step = MapOne(f.step(), subst);
+      ir::Value iv = Fresh({f.iv()}, subst)[0];
+      auto iters = Fresh(f.iter_args(), subst);
+      ir::Block body = Clone(f.body(), subst);
+      return ir::ForStmt::Make(iv, lb, ub, step, f.loop_kind(), iters, inits, std::move(body),
+                               Fresh(f.results(), subst), f.span());
+    }
+    case ir::StmtKind::kIf: {
+      const auto& i = ir::As<ir::IfStmt>(*s);
+      ir::Operand cond = MapOne(i.cond(), subst);
+      ir::Block then_body = Clone(i.then_body(), subst);
+      ir::Block else_body = Clone(i.else_body(), subst);
+      return ir::IfStmt::Make(cond, std::move(then_body), std::move(else_body),
+                              Fresh(i.results(), subst), i.span());
+    }
+    case ir::StmtKind::kIncore: {
+      const auto& in = ir::As<ir::IncoreStmt>(*s);
+      return ir::IncoreStmt::Make(Clone(in.body(), subst), in.span(), in.attrs());
+    }
+    case ir::StmtKind::kYield: {
+      const auto& y = ir::As<ir::YieldStmt>(*s);
+      return ir::YieldStmt::Make(Map(y.values(), subst, &changed), y.span());
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+ir::Block Clone(const ir::Block& block, Substitution& subst) {
+  ir::Block out;
+  for (const ir::StmtRef& s : block) out.push_back(CloneStmt(s, subst));
+  return out;
+}
+
 }  // namespace ptox::passes

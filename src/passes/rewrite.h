@@ -47,6 +47,10 @@ using Substitution = std::unordered_map<const ir::ValueNode*, ir::Operand>;
 ir::Block Substitute(const ir::Block& block, const Substitution& subst);
 ir::StmtRef Substitute(const ir::StmtRef& stmt, const Substitution& subst);
 
+// A copy of `block` in which every value it defines is a fresh value (so the copy can sit next to
+// the original in SSA form); `subst` maps uses (outer values, and the copies of inner ones).
+ir::Block Clone(const ir::Block& block, Substitution& subst);
+
 // Applies `fn` to every function of the module (passes that work one function at a time).
 template <typename Fn>
 ir::Module MapFuncs(const ir::Module& module, Fn&& fn) {
