@@ -137,6 +137,7 @@ class Verifier {
               << "incore takes only {onchip_bytes = N} (N >= 0), got attribute '" << name << "'";
         }
         ++incore_depth_;
+        scope_has_tile_ops_ = scope_has_tensor_ops_ = false;
         VerifyBlock(As<IncoreStmt>(s).body(), BlockRole::kIncore, {});
         --incore_depth_;
         break;
@@ -152,7 +153,15 @@ class Verifier {
     std::string_view name = OpName(op.op());
     if (name.substr(0, 5) == "tile.") {
       PTOX_CHECK(incore_depth_ > 0, span) << name << " must be inside an incore scope";
+      scope_has_tile_ops_ = true;
     }
+    if (IsTensorLevel(family) && family != OpFamily::kTensorEmpty &&
+        family != OpFamily::kTensorStore && incore_depth_ > 0) {
+      scope_has_tensor_ops_ = true;
+    }
+    PTOX_CHECK(!(scope_has_tile_ops_ && scope_has_tensor_ops_), span)
+        << "an incore scope holds tile ops or tensor ops (a group that convert-tensor-to-tile "
+           "tiles), not both: " << name;
     std::optional<Type> declared;
     if (HasExplicitType(family) && !op.results().empty()) declared = op.result()->type;
     std::optional<Type> t = InferOpType(op.op(), op.args(), op.attrs(), declared, span);
@@ -246,6 +255,7 @@ class Verifier {
   std::unordered_set<const ValueNode*> in_scope_;  // the same values, for O(1) lookups
   std::unordered_map<const ValueNode*, Direction> directions_;
   int incore_depth_ = 0;
+  bool scope_has_tile_ops_ = false, scope_has_tensor_ops_ = false;  // in the current incore
 };
 
 }  // namespace

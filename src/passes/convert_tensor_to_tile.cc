@@ -233,7 +233,8 @@ struct GroupOps {
 GroupOps Split(const ir::Block& body) {
   GroupOps g;
   for (const auto& s : body) {
-    PTOX_ICHECK(s->kind() == ir::StmtKind::kOp) << "tensor-level incore scopes hold only ops";
+    PTOX_CHECK(s->kind() == ir::StmtKind::kOp, s->span())
+        << "an incore scope of tensor ops holds only ops (write loops around it, or at tile level)";
     const auto& op = ir::As<ir::OpStmt>(*s);
     (op.op() == OpCode::kTensorStore ? g.stores : g.ops).push_back(&op);
   }
@@ -284,10 +285,23 @@ class Converter {
   // A scope of tensor compute ops (fuse-elementwise's groups), not a tile-level one.
   static bool IsTensorGroup(const ir::Block& body) {
     for (const auto& s : body) {
-      if (s->kind() != ir::StmtKind::kOp) continue;
-      const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(*s).op());
-      if (ir::IsTensorLevel(f) && f != OpFamily::kTensorEmpty && f != OpFamily::kTensorStore)
-        return true;
+      switch (s->kind()) {
+        case ir::StmtKind::kOp: {
+          const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(*s).op());
+          if (ir::IsTensorLevel(f) && f != OpFamily::kTensorEmpty && f != OpFamily::kTensorStore)
+            return true;
+          break;
+        }
+        case ir::StmtKind::kFor:
+          if (IsTensorGroup(ir::As<ir::ForStmt>(*s).body())) return true;
+          break;
+        case ir::StmtKind::kIf:
+          if (IsTensorGroup(ir::As<ir::IfStmt>(*s).then_body()) ||
+              IsTensorGroup(ir::As<ir::IfStmt>(*s).else_body()))
+            return true;
+          break;
+        default: break;
+      }
     }
     return false;
   }
