@@ -357,11 +357,9 @@ class Converter {
   }
 
   void Elementwise(BlockWriter& w, const GroupOps& g) {
-    const std::vector<ir::Dim>& domain = GroupDomain(*g.ops[0]);
-    bool row = false;
+    const std::vector<ir::Dim> domain = GroupDomain(g.ops);
+    bool row = false;  // a row reduction needs whole rows in each tile
     for (const auto* op : g.ops) row |= ir::FamilyOf(op->op()) == OpFamily::kTensorReduce;
-    for (const auto* op : g.ops)
-      row |= domain.size() > 0 && op->result()->type.shape() != domain;
     PTOX_CHECK(!row || domain.back().is_static(), w.span())
         << "a row group needs a static last dim, got "
         << ir::Type::Tensor(domain, DType::kF32).ToString();

@@ -1,11 +1,11 @@
 // Group formation for tensor ops (see tensor_groups.h).
 //
 // Rules, per block, in program order: a tensor op X joins an open group G of one of its operands
-// (latest first) when
+// (latest first; an X whose operands are all outside groups may join the latest group) when
 //   - G is an elementwise, row-reduction or matmul group (layout ops and other reductions stay
-//     alone), and X is elementwise with G's domain shape, or (not for matmul groups) X is
-//     elementwise with the row shape (last dim 1) of a domain whose last dim is static, or X
-//     reduces G's domain along its static last axis;
+//     alone), and X is elementwise with a shape that broadcasts into G's domain (the domain, a
+//     row of it, a per-feature vector: computed per tile), or X reduces G's domain along its
+//     static last axis (not in matmul groups);
 //   - every operand of X is a value of G (not a non-keepdims reduction result), a value of a
 //     group created before G, or a value defined before G's first op;
 //   - no statement between G's first op and X may write memory (a store, a tile-level scope):
@@ -33,9 +33,20 @@ bool ReducesLastAxis(const ir::OpStmt& op) {
              in.rank() - 1;
 }
 
-const std::vector<ir::Dim>& GroupDomain(const ir::OpStmt& first) {
-  if (ir::FamilyOf(first.op()) == ir::OpFamily::kTensorReduce) return first.args()[0].type().shape();
-  return first.result()->type.shape();
+const std::vector<ir::Dim>& OpDomain(const ir::OpStmt& op) {
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce) return op.args()[0].type().shape();
+  return op.result()->type.shape();
+}
+
+std::vector<ir::Dim> GroupDomain(const std::vector<const ir::OpStmt*>& ops) {
+  if (ir::FamilyOf(ops[0]->op()) == ir::OpFamily::kTensorMatmul) return OpDomain(*ops[0]);
+  std::vector<ir::Dim> domain = OpDomain(*ops[0]);
+  for (const ir::OpStmt* op : ops) {
+    auto b = ir::BroadcastShapes(domain, OpDomain(*op));
+    PTOX_ICHECK(b.has_value()) << "a group's ops do not broadcast together";
+    domain = *b;
+  }
+  return domain;
 }
 
 namespace {
@@ -67,11 +78,6 @@ bool MayWrite(const ir::Stmt& s) {
     case ir::StmtKind::kYield: return false;
     default: return true;
   }
-}
-
-std::vector<ir::Dim> RowShape(std::vector<ir::Dim> d) {
-  d.back() = ir::Dim::Static(1);
-  return d;
 }
 
 // Values each statement reads (nested blocks included).
@@ -125,8 +131,13 @@ class Grouper {
     for (size_t i = 0; i < n; ++i) {
       const ir::Stmt& s = *block[i];
       if (IsGroupable(s)) {
-        int g = Place(ir::As<ir::OpStmt>(s), i, last_write);
+        const auto& op = ir::As<ir::OpStmt>(s);
+        int g = Place(op, i, last_write);
         member_of[i] = g;
+        if (op.op() != ir::OpCode::kTensorMatmul &&
+            ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce &&
+            !ir::BoolAttr(op.attrs(), "keepdims", false))
+          flat_.insert(op.result().get());
         group_of_[ir::As<ir::OpStmt>(s).result().get()] = g;
       } else if (MayWrite(s)) {
         last_write = i + 1;
@@ -157,14 +168,19 @@ class Grouper {
   // The group op `x` at statement `i` joins, or a new one; returns its index.
   int Place(const ir::OpStmt& x, size_t i, size_t last_write) {
     if (fuse_) {
-      for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g)
-        if (Operand(x, g) && groups_[g].first >= last_write && CanJoin(x, groups_[g], g)) {
+      for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g) {
+        // An op on values outside every group may join the latest group (a bias, a gate).
+        const bool related = Operand(x, g) || (g + 1 == static_cast<int>(groups_.size()) &&
+                                               !Operand(x, -1));
+        if (related && groups_[g].first >= last_write && CanJoin(x, groups_[g], g)) {
           groups_[g].members.push_back(i);
+          groups_[g].domain = *ir::BroadcastShapes(groups_[g].domain, OpDomain(x));
           if (ir::FamilyOf(x.op()) == ir::OpFamily::kTensorReduce) groups_[g].kind = GroupKind::kRow;
           return g;
         }
+      }
     }
-    Group g{i, GroupKind::kAlone, GroupDomain(x), {i}};
+    Group g{i, GroupKind::kAlone, OpDomain(x), {i}};
     const ir::OpFamily f = ir::FamilyOf(x.op());
     if (IsElementwise(f)) g.kind = GroupKind::kElementwise;
     if (f == ir::OpFamily::kTensorMatmul) g.kind = GroupKind::kMatmul;
@@ -173,12 +189,12 @@ class Grouper {
     return static_cast<int>(groups_.size()) - 1;
   }
 
-  // Whether one of x's operands is a value of group g.
+  // Whether one of x's operands is a value of group g (of any group when g < 0).
   bool Operand(const ir::OpStmt& x, int g) const {
     for (const auto& a : x.args()) {
       if (!a.is_value()) continue;
       auto it = group_of_.find(a.value().get());
-      if (it != group_of_.end() && it->second == g) return true;
+      if (it != group_of_.end() && (g < 0 || it->second == g)) return true;
     }
     return false;
   }
@@ -186,13 +202,17 @@ class Grouper {
   bool CanJoin(const ir::OpStmt& x, const Group& g, int gi) const {
     if (g.kind == GroupKind::kAlone) return false;
     const ir::OpFamily f = ir::FamilyOf(x.op());
-    const bool static_last = g.domain.back().is_static();
     if (IsElementwise(f)) {
+      // Any shape that broadcasts into the domain: the domain itself, a row (last dim 1), or a
+      // smaller operand-side value (a per-feature gate, a bias) computed per tile. A group of
+      // elementwise ops only may instead stretch its domain to x's shape.
       const auto& shape = x.result()->type.shape();
-      bool row = g.kind != GroupKind::kMatmul && static_last && shape == RowShape(g.domain);
-      if (shape != g.domain && !row) return false;
+      const bool stretch = g.kind == GroupKind::kElementwise &&
+                           ir::BroadcastShapes(g.domain, shape) == shape;
+      if (ir::BroadcastShapes(shape, g.domain) != g.domain && !stretch) return false;
     } else if (ReducesLastAxis(x)) {
-      if (g.kind == GroupKind::kMatmul || !static_last || x.args()[0].type().shape() != g.domain)
+      if (g.kind == GroupKind::kMatmul || !g.domain.back().is_static() ||
+          x.args()[0].type().shape() != g.domain)
         return false;
     } else {
       return false;
@@ -202,9 +222,8 @@ class Grouper {
       auto it = group_of_.find(a.value().get());
       if (it != group_of_.end()) {
         if (it->second > gi) return false;
-        // A value of g must be of the domain or row shape (not a non-keepdims reduction).
-        const auto& shape = a.type().shape();
-        if (it->second == gi && shape != g.domain && shape != RowShape(g.domain)) return false;
+        // A non-keepdims reduction of g only leaves the group (its tile is a column).
+        if (it->second == gi && flat_.count(a.value().get())) return false;
         continue;
       }
       auto d = def_index_.find(a.value().get());
@@ -286,6 +305,7 @@ class Grouper {
   std::unordered_map<const ir::ValueNode*, int> uses_;
   std::vector<Group> groups_;
   std::unordered_map<const ir::ValueNode*, int> group_of_;
+  std::unordered_set<const ir::ValueNode*> flat_;  // non-keepdims reduction results
   std::unordered_map<const ir::ValueNode*, size_t> def_index_;
 };
 

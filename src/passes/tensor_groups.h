@@ -14,9 +14,12 @@ namespace ptox::passes {
 // op is a group of its own.
 ir::Block FormGroups(const ir::Func& func, bool fuse);
 
-// The iteration domain of a group's first op: a matmul's or elementwise op's result shape, a
-// reduction's input shape.
-const std::vector<ir::Dim>& GroupDomain(const ir::OpStmt& first);
+// The iteration domain of one op: a matmul's or elementwise op's result shape, a reduction's
+// input shape.
+const std::vector<ir::Dim>& OpDomain(const ir::OpStmt& op);
+// The domain of a group (ops in order): its matmul's output, else the broadcast of its ops'
+// domains (a per-feature op that started the group stretches to the rows that joined it).
+std::vector<ir::Dim> GroupDomain(const std::vector<const ir::OpStmt*>& ops);
 // Whether a reduction runs along its operand's last axis.
 bool ReducesLastAxis(const ir::OpStmt& op);
 

@@ -56,6 +56,9 @@ def rope(x, cos, sin, interleaved):
 
 # name -> (dims, inputs {name: (shape, dtype)}, reference(inputs) -> {output: array}, rel tol)
 CASES = {
+    "blend.pto": ({"N": 37}, {"x": ((37, 128), "f32"), "h": ((37, 128), "f32"),
+                              "g": ((128,), "f32")},
+                  lambda t: {"y": t["x"] + (t["h"] - t["x"]) / (1 + np.exp(-t["g"]))}, 1e-6),
     "softmax.pto": ({"N": 37}, {"x": ((37, 200), "f32")},
                     lambda t: {"y": softmax(t["x"])}, 1e-5),
     "rmsnorm.pto": ({"N": 37}, {"x": ((37, 96), "bf16"), "w": ((96,), "bf16")},

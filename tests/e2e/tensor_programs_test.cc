@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -71,12 +72,20 @@ void ExpectClose(const Buffers& got, const Buffers& want, double bound, const st
     if (!want.is_out[i]) continue;
     const HostTensor &g = *got.tensors[i], &w = *want.tensors[i];
     double max_abs = 0;
-    for (int64_t k = 0; k < w.numel(); ++k) max_abs = std::max(max_abs, std::fabs(double(w.Get(k))));
+    for (int64_t k = 0; k < w.numel(); ++k)  // finite values: an Inf must match exactly
+      if (std::isfinite(w.Get(k))) max_abs = std::max(max_abs, std::fabs(double(w.Get(k))));
     int bad = 0;
     for (int64_t k = 0; k < w.numel() && bad < 5; ++k) {
       const double a = g.Get(k), b = w.Get(k);
+      if (bound == 0) {  // exact ops: the same bits (signed zeros, NaN payloads)
+        const float fa = g.Get(k), fb = w.Get(k);
+        const bool same = std::memcmp(&fa, &fb, sizeof fa) == 0;
+        if (!same) ++bad;
+        EXPECT_TRUE(same) << what << " output " << i << "[" << k << "] = " << a << ", interp " << b;
+        continue;
+      }
       const bool ok = std::isnan(b) ? std::isnan(a)
-                                    : std::fabs(a - b) <= bound * (std::fabs(b) + max_abs);
+                                    : a == b || std::fabs(a - b) <= bound * (std::fabs(b) + max_abs);
       if (!ok) ++bad;
       EXPECT_TRUE(ok) << what << " output " << i << "[" << k << "] = " << a << ", interp " << b
                       << " (bound " << bound << ")";
@@ -91,6 +100,7 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
+      {"blend.pto", {{{"N", 1}}, {{"N", 37}}, {{"N", 130}}}},
       {"softmax.pto", {{{"N", 1}}, {{"N", 37}}, {{"N", 130}}}},
       {"rmsnorm.pto", {{{"N", 1}}, {{"N", 37}}, {{"N", 300}}}},
       {"layernorm.pto", {{{"B", 1}, {"T", 1}}, {{"B", 3}, {"T", 21}}, {{"B", 2}, {"T", 130}}}},
@@ -141,6 +151,52 @@ INSTANTIATE_TEST_SUITE_P(Examples, TensorProgram, ::testing::ValuesIn(Cases()),
                            std::string n = info.param.file.substr(0, info.param.file.find('.'));
                            return n;
                          });
+
+// Special values through every target: NaN, +-Inf, +-0, subnormals, all-negative and all -inf
+// rows, bf16 rounding ties; elementwise results must be bit-identical, rows within the bound.
+TEST(TensorSpecialValues, MatchTheInterpreter) {
+  const float kSpecial[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f,
+                            -1e30f, 3.4e38f, 1.00390625f /* bf16 tie */, -2.5f, 7.0f};
+  for (const char* file : {"blend.pto", "softmax.pto", "rmsnorm.pto", "layernorm.pto", "rope.pto"}) {
+    auto prog = Program::Parse(ReadExample(file), file);
+    ASSERT_TRUE(prog.ok()) << prog.status().message();
+    Dims dims;
+    auto params = prog->Params();
+    ASSERT_TRUE(params.ok());
+    for (const ParamInfo& p : *params)
+      for (const auto& d : p.dims)
+        if (!d.sym.empty()) dims[d.sym] = 9;
+    auto fill = [&](Buffers& b) {
+      for (size_t i = 0; i < b.tensors.size(); ++i) {
+        if (b.is_out[i]) continue;
+        HostTensor& t = *b.tensors[i];
+        for (int64_t k = 0; k < t.numel(); ++k) {
+          const int64_t row = k / t.shape().back();
+          float v = kSpecial[(k * 7 + row) % 12];
+          if (row == 2) v = -1e3f - k;       // an all-negative row
+          if (row == 3) v = -INFINITY;      // an all -inf row: NaN out of softmax
+          if (i > 0 && !std::isfinite(v)) v = 0.5f;  // keep weights finite
+          t.Set(k, v);
+        }
+      }
+    };
+    Buffers ref = MakeArgs(*prog, dims, 1);
+    fill(ref);
+    ASSERT_TRUE(ptox::Run(*prog, ref.args, {.target = "interp"}).ok());
+    Result<double> bound = ReorderBound(*prog, {}, ref.args);
+    ASSERT_TRUE(bound.ok());
+    for (const std::string& t : AvailableTargets()) {
+      if (t == "interp") continue;
+      for (bool fuse : {true, false}) {
+        Buffers got = MakeArgs(*prog, dims, 1);
+        fill(got);
+        Status st = ptox::Run(*prog, got.args, {.target = t, .fuse = fuse});
+        ASSERT_TRUE(st.ok()) << st.message();
+        ExpectClose(got, ref, *bound, std::string(file) + " special values on " + t);
+      }
+    }
+  }
+}
 
 // Distinct kernels (task names without the position) and bytes moved in one run on "cpu".
 struct Traffic {
@@ -193,7 +249,7 @@ TEST(Fusion, ElementwiseChainIsOneKernelReadingEachInputOnce) {
 }
 
 TEST(Fusion, KernelsPerExample) {
-  const std::map<std::string, size_t> want = {{"softmax.pto", 1}, {"rmsnorm.pto", 1},
+  const std::map<std::string, size_t> want = {{"blend.pto", 1}, {"softmax.pto", 1}, {"rmsnorm.pto", 1},
                                               {"layernorm.pto", 1}, {"linear_gelu.pto", 1},
                                               {"swiglu_mlp.pto", 3}};
   for (const Case& c : Cases()) {
