@@ -1,0 +1,635 @@
+// Tensor-level programs (softmax, rmsnorm, layernorm, 8-op elementwise chains) compiled with and
+// without fuse-elementwise, against the same-run triad and PyTorch CPU eager. See bench/README.md.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "ptox/ptox.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ptox::bench::Clock;
+using ptox::bench::Seconds;
+using ptox::bench::Stats;
+
+using Json = nlohmann::json;
+
+constexpr int64_t kMiB = 1 << 20;
+// --malloc=heap: glibc serves every allocation from its heap and never returns it, so buffers
+// allocated per run (torch outputs, unfused intermediates) are reused instead of being mmap'ed
+// and page-faulted in again on every run (glibc mmaps any block over 32 MiB by default).
+constexpr char kHeapTunables[] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184";
+constexpr int kCheckRows = 8;  // rows checked against the interpreter (it is slow at 4096 rows)
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+  return s;
+}
+
+// ---- Ceiling: STREAM triad a = b + s * c on n threads, arrays far larger than the L3 -----------
+
+// Cloned for AVX-512 / AVX2 so the ceiling is not held back by the build's baseline ISA.
+__attribute__((noinline, target_clones("avx512f", "avx2", "default"))) void Triad(
+    float* __restrict a, const float* __restrict b, const float* __restrict c, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+
+// GB/s stats of the triad over 3 x 256 MiB (12 bytes per element, no write-allocate counted),
+// split into `threads` contiguous chunks.
+Stats MeasureTriad(int threads, int reps) {
+  const int64_t n = 256 * kMiB / sizeof(float);
+  std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
+  auto run = [&] {
+    std::vector<std::thread> pool;
+    const int64_t chunk = (n + threads - 1) / threads;
+    for (int t = 1; t < threads; ++t) {
+      const int64_t lo = t * chunk, len = std::min(n, lo + chunk) - lo;
+      pool.emplace_back(
+          [&, lo, len] { Triad(a.data() + lo, b.data() + lo, c.data() + lo, 3.0f, len); });
+    }
+    Triad(a.data(), b.data(), c.data(), 3.0f, std::min(n, chunk));
+    for (std::thread& th : pool) th.join();
+  };
+  Stats s = ptox::bench::TimeIt(run, reps);
+  const double bytes = 3.0 * n * sizeof(float);
+  return {bytes / s.median / 1e9, bytes / s.max / 1e9, bytes / s.min / 1e9};
+}
+
+// ---- The programs -------------------------------------------------------------------------------
+
+// {N} rows bound at run time, COLS (the reduced last dim) static so tiles can hold whole rows.
+const char* kSoftmax = R"(
+func @softmax(%x: in tensor<{N}xCOLSxDT>, %y: out tensor<{N}xCOLSxDT>) {
+  %s = tensor.softmax %x {axis = -1}
+  tensor.store %s, %y
+}
+)";
+
+const char* kRmsnorm = R"(
+func @rmsnorm(%x: in tensor<{N}xCOLSxDT>, %w: in tensor<COLSxDT>, %y: out tensor<{N}xCOLSxDT>) {
+  %r = tensor.rmsnorm %x, %w {eps = 1e-6}
+  tensor.store %r, %y
+}
+)";
+
+const char* kLayernorm = R"(
+func @layernorm(%x: in tensor<{N}xCOLSxDT>, %w: in tensor<COLSxDT>, %b: in tensor<COLSxDT>,
+                %y: out tensor<{N}xCOLSxDT>) {
+  %r = tensor.layernorm %x, %w, %b {eps = 1e-5}
+  tensor.store %r, %y
+}
+)";
+
+// 8 elementwise ops over 3 inputs; torch_baseline.py runs the same 8 ops. Unfused, every op is a
+// kernel: 13 tensor reads + 8 writes against the minimum of 3 reads + 1 write. "chain" is linear
+// (each op takes the previous result); "chain_dag" computes a * 0.5 on a side branch that meets the
+// main chain at %t5, as an expression like relu(a * b + c) - a / 2 would.
+const char* kChain = R"(
+func @chain(%a: in tensor<{N}xCOLSxDT>, %b: in tensor<{N}xCOLSxDT>, %c: in tensor<{N}xCOLSxDT>,
+            %y: out tensor<{N}xCOLSxDT>) {
+  %t1 = tensor.mul %a, %b
+  %t2 = tensor.add %t1, %c
+  %t3 = tensor.max %t2, 0.0
+  %t4 = tensor.mul %t3, 0.5
+  %t5 = tensor.sub %t4, %a
+  %t6 = tensor.mul %t5, %c
+  %t7 = tensor.add %t6, %b
+  %t8 = tensor.min %t7, 4.0
+  tensor.store %t8, %y
+}
+)";
+
+const char* kChainDag = R"(
+func @chain_dag(%a: in tensor<{N}xCOLSxDT>, %b: in tensor<{N}xCOLSxDT>, %c: in tensor<{N}xCOLSxDT>,
+                %y: out tensor<{N}xCOLSxDT>) {
+  %t1 = tensor.mul %a, %b
+  %t2 = tensor.add %t1, %c
+  %t3 = tensor.max %t2, 0.0
+  %t4 = tensor.mul %a, 0.5
+  %t5 = tensor.sub %t3, %t4
+  %t6 = tensor.mul %t5, %c
+  %t7 = tensor.add %t6, %b
+  %t8 = tensor.min %t7, 4.0
+  tensor.store %t8, %y
+}
+)";
+
+struct Case {
+  std::string op;  // softmax | rmsnorm | layernorm | chain | chain_dag
+  ptox::DType dt;
+  std::string dname;
+};
+
+std::string ProgramText(const Case& c, int64_t cols) {
+  const char* t = c.op == "softmax"     ? kSoftmax
+                  : c.op == "rmsnorm"   ? kRmsnorm
+                  : c.op == "layernorm" ? kLayernorm
+                  : c.op == "chain"     ? kChain
+                                        : kChainDag;
+  return Replace(Replace(t, "DT", c.dname), "COLS", std::to_string(cols));
+}
+
+// ---- Buffers ------------------------------------------------------------------------------------
+
+// `elems` elements of dt, filled with values in [-2, 2) from `seed` (bf16: truncated f32 bits).
+struct Buffer {
+  std::vector<char> bytes;
+  ptox::DType dt;
+  Buffer(int64_t elems, ptox::DType dt, uint32_t seed) : dt(dt) {
+    const bool half = dt == ptox::DType::kBF16;
+    bytes.resize(elems * (half ? 2 : 4));
+    uint32_t x = seed;
+    for (int64_t i = 0; i < elems; ++i) {
+      x = x * 1664525u + 1013904223u;
+      float f = static_cast<float>(x >> 8) * (4.0f / 16777216.0f) - 2.0f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      if (half)
+        reinterpret_cast<uint16_t*>(bytes.data())[i] = static_cast<uint16_t>(u >> 16);
+      else
+        reinterpret_cast<float*>(bytes.data())[i] = f;
+    }
+  }
+  double Get(int64_t i) const {
+    if (dt != ptox::DType::kBF16) return reinterpret_cast<const float*>(bytes.data())[i];
+    uint32_t u = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(bytes.data())[i]) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  ptox::Tensor T(std::vector<int64_t> shape) {
+    return ptox::Tensor::Contiguous(bytes.data(), dt, std::move(shape));
+  }
+};
+
+// The arguments of a program's entry function: one buffer per parameter, outputs last (every
+// program here has one output, its last parameter). `rows` binds the symbolic row dim.
+struct Args {
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<bool> is_out;
+  std::vector<ptox::Arg> Make(Buffer* out, int64_t rows_override = -1) {
+    std::vector<ptox::Arg> a;
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      std::vector<int64_t> shape = shapes[i];
+      if (rows_override >= 0 && shape.size() == 2) shape[0] = rows_override;
+      a.push_back(is_out[i] ? out->T(shape) : bufs[i]->T(shape));
+    }
+    return a;
+  }
+};
+
+Args MakeArgs(const std::vector<ptox::ParamInfo>& params, int64_t rows, ptox::DType dt) {
+  Args args;
+  uint32_t seed = 12345;
+  for (const ptox::ParamInfo& p : params) {
+    std::vector<int64_t> shape;
+    int64_t elems = 1;
+    for (const ptox::ParamInfo::Dim& d : p.dims) {
+      shape.push_back(d.sym.empty() ? d.size : rows);
+      elems *= shape.back();
+    }
+    const bool out = p.dir != ptox::ParamDirection::kIn;
+    args.bufs.push_back(out ? nullptr : std::make_unique<Buffer>(elems, dt, seed += 7919));
+    args.shapes.push_back(shape);
+    args.is_out.push_back(out);
+  }
+  return args;
+}
+
+int64_t OutputElems(const Args& a) {
+  int64_t e = 1;
+  for (int64_t d : a.shapes.back()) e *= d;
+  return e;
+}
+
+// Max |got - want| and whether every element is within tol * (|want| + max |want|) (NaN: both).
+struct Diff {
+  double max_abs = 0;
+  int64_t bad = 0, first_bad = -1;
+};
+Diff Compare(const Buffer& got, const Buffer& want, int64_t n, double tol) {
+  double max_want = 0;
+  for (int64_t i = 0; i < n; ++i) max_want = std::max(max_want, std::fabs(want.Get(i)));
+  Diff d;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = got.Get(i), w = want.Get(i);
+    const bool ok =
+        std::isnan(w) ? std::isnan(g) : std::fabs(g - w) <= tol * (std::fabs(w) + max_want);
+    if (!std::isnan(w)) d.max_abs = std::max(d.max_abs, std::fabs(g - w));
+    if (!ok && d.bad++ == 0) d.first_bad = i;
+  }
+  return d;
+}
+
+// ---- Measuring one case -------------------------------------------------------------------------
+
+struct Traffic {
+  int64_t bytes = 0;
+  int tasks = 0;
+  std::set<std::string> kernels;  // task names without the source position
+};
+
+struct PerThreads {
+  int threads = 0;
+  Stats fused, unfused;  // seconds
+  // Minor page faults per run (RUSAGE_SELF, all threads): the cost of buffers allocated per run.
+  double fused_faults = 0, unfused_faults = 0, torch_faults = 0;
+  double triad_gbs = 0;
+  bool torch_ok = false;
+  Stats torch;
+};
+
+int64_t MinorFaults() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+struct Row {
+  Case c{"", ptox::DType::kF32, ""};
+  std::string error;  // non-empty: the row was aborted (correctness guard or a failed run)
+  double min_bytes = 0;
+  Traffic fused_traffic, unfused_traffic;
+  double bound = 0, tol = 0, max_diff_unfused = 0, max_diff_interp = 0;
+  std::vector<PerThreads> per;
+};
+
+bool RunOnce(const ptox::Program& prog, const std::vector<ptox::Arg>& args, int threads, bool fuse,
+             std::vector<ptox::TaskTrace>* trace, std::string* error) {
+  ptox::RunOptions o{.target = "cpu", .num_threads = threads, .trace = trace, .fuse = fuse};
+  ptox::Status s = ptox::Run(prog, args, o);
+  if (!s.ok()) *error = std::string(fuse ? "fused" : "unfused") + " run: " + s.message();
+  return s.ok();
+}
+
+Traffic CountTraffic(const std::vector<ptox::TaskTrace>& trace) {
+  Traffic t;
+  for (const ptox::TaskTrace& task : trace) {
+    t.bytes += task.bytes_read + task.bytes_written;
+    t.kernels.insert(task.name.substr(0, task.name.find(' ')));
+    ++t.tasks;
+  }
+  return t;
+}
+
+Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int>& threads,
+                const std::vector<double>& triad, int reps) {
+  Row r;
+  r.c = c;
+  auto prog = ptox::Program::Parse(ProgramText(c, cols), c.op + "_" + c.dname);
+  if (!prog.ok()) return r.error = "parse: " + prog.status().message(), r;
+  auto params = prog->Params();
+  if (!params.ok()) return r.error = params.status().message(), r;
+  Args args = MakeArgs(*params, rows, c.dt);
+  for (size_t i = 0; i < args.bufs.size(); ++i) {
+    int64_t e = 1;
+    for (int64_t d : args.shapes[i]) e *= d;
+    r.min_bytes += static_cast<double>(e) * ptox::DTypeBytes(c.dt);  // inputs once, output once
+  }
+  const int64_t out_elems = OutputElems(args);
+  Buffer yf(out_elems, c.dt, 1), yu(out_elems, c.dt, 2);
+  std::vector<ptox::Arg> fused_args = args.Make(&yf), unfused_args = args.Make(&yu);
+
+  // Correctness guard (also compiles both variants and records their traffic): fused vs unfused
+  // on the whole tensor, fused vs the interpreter on the first rows.
+  auto bound = ptox::ReorderBound(*prog, {}, fused_args);
+  if (!bound.ok()) return r.error = bound.status().message(), r;
+  r.bound = *bound;
+  // bf16: a reordered sum may round to the neighbouring bf16 value, which later steps carry.
+  const double slack = c.dt == ptox::DType::kBF16 ? 0x1p-7 : 0.0;
+  r.tol = *bound + slack;
+  std::vector<ptox::TaskTrace> tf, tu;
+  if (!RunOnce(*prog, fused_args, threads[0], true, &tf, &r.error)) return r;
+  if (!RunOnce(*prog, unfused_args, threads[0], false, &tu, &r.error)) return r;
+  r.fused_traffic = CountTraffic(tf);
+  r.unfused_traffic = CountTraffic(tu);
+  Diff d = Compare(yf, yu, out_elems, 2 * *bound + slack);
+  r.max_diff_unfused = d.max_abs;
+  if (d.bad) {
+    r.error = "fused and unfused outputs differ: " + std::to_string(d.bad) +
+              " elements beyond tolerance, first at " + std::to_string(d.first_bad) + " (" +
+              std::to_string(yf.Get(d.first_bad)) + " vs " + std::to_string(yu.Get(d.first_bad)) +
+              ")";
+    return r;
+  }
+  const int64_t check_rows = std::min<int64_t>(kCheckRows, rows);
+  Buffer yi(check_rows * cols, c.dt, 3);
+  ptox::Status s = ptox::Run(*prog, args.Make(&yi, check_rows), {.target = "interp"});
+  if (!s.ok()) return r.error = "interp run: " + s.message(), r;
+  d = Compare(yf, yi, check_rows * cols, r.tol);
+  r.max_diff_interp = d.max_abs;
+  if (d.bad) {
+    r.error =
+        "fused output differs from the interpreter in the first rows: " + std::to_string(d.bad) +
+        " elements, first at " + std::to_string(d.first_bad);
+    return r;
+  }
+
+  // Timing: fused and unfused alternate within each repetition so load changes hit both.
+  for (size_t ti = 0; ti < threads.size(); ++ti) {
+    PerThreads p;
+    p.threads = threads[ti];
+    p.triad_gbs = triad[ti];
+    if (!RunOnce(*prog, fused_args, p.threads, true, nullptr, &r.error) ||
+        !RunOnce(*prog, unfused_args, p.threads, false, nullptr, &r.error))
+      return r;
+    std::vector<double> f, u;
+    int64_t ff = 0, uf = 0;
+    for (int i = 0; i < reps; ++i) {
+      const int64_t f0 = MinorFaults();
+      auto a = Clock::now();
+      if (!RunOnce(*prog, fused_args, p.threads, true, nullptr, &r.error)) return r;
+      auto b = Clock::now();
+      const int64_t f1 = MinorFaults();
+      if (!RunOnce(*prog, unfused_args, p.threads, false, nullptr, &r.error)) return r;
+      u.push_back(Seconds(b, Clock::now()));
+      f.push_back(Seconds(a, b));
+      ff += f1 - f0;
+      uf += MinorFaults() - f1;
+    }
+    p.fused_faults = static_cast<double>(ff) / reps;
+    p.unfused_faults = static_cast<double>(uf) / reps;
+    p.fused = ptox::bench::Summarize(f);
+    p.unfused = ptox::bench::Summarize(u);
+    r.per.push_back(p);
+  }
+  return r;
+}
+
+// ---- PyTorch baseline ---------------------------------------------------------------------------
+
+// Runs torch_baseline.py once for every case and thread count; fills per-row torch stats. Returns
+// a note for the report ("torch 1.13.0" or why it is unavailable).
+std::string RunTorch(const std::string& python, const std::string& script, const std::string& tmp,
+                     const std::vector<Case>& cases, int64_t rows, int64_t cols,
+                     const std::vector<int>& threads, int reps, std::vector<Row>* out) {
+  if (!fs::exists(script)) return "unavailable: " + script + " not found";
+  std::string list, tlist;
+  for (const Case& c : cases) list += (list.empty() ? "" : ",") + c.op + ":" + c.dname;
+  for (int t : threads) tlist += (tlist.empty() ? "" : ",") + std::to_string(t);
+  const std::string json = tmp + "/torch.json";
+  const std::string cmd = "'" + python + "' '" + script + "' --json='" + json +
+                          "' --shape=" + std::to_string(rows) + "x" + std::to_string(cols) +
+                          " --threads=" + tlist + " --reps=" + std::to_string(reps) +
+                          " --cases=" + list + " > '" + tmp + "/torch.log' 2>&1";
+  std::fprintf(stderr, "torch baseline: %s\n", cmd.c_str());
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0 || !fs::exists(json)) {
+    std::ifstream log(tmp + "/torch.log");
+    std::stringstream ss;
+    ss << log.rdbuf();
+    std::string tail = ss.str();
+    if (tail.size() > 300) tail = tail.substr(tail.size() - 300);
+    std::fprintf(stderr, "torch baseline failed (status %d): %s\n", rc, tail.c_str());
+    return "unavailable: torch_baseline.py failed (status " + std::to_string(rc) + ")";
+  }
+  Json j;
+  try {
+    std::ifstream(json) >> j;
+  } catch (const std::exception& e) {
+    return std::string("unavailable: bad JSON from torch_baseline.py: ") + e.what();
+  }
+  if (!j.value("available", false)) return "unavailable: " + j.value("reason", std::string("?"));
+  for (const Json& t : j["rows"]) {
+    for (Row& r : *out) {
+      if (r.c.op != t["op"].get<std::string>() || r.c.dname != t["dtype"].get<std::string>())
+        continue;
+      for (PerThreads& p : r.per) {
+        if (p.threads != t["threads"].get<int>()) continue;
+        p.torch_ok = true;
+        p.torch = {t["median_s"].get<double>(), t["min_s"].get<double>(), t["max_s"].get<double>()};
+        p.torch_faults = t.value("minflt_per_run", 0.0);
+      }
+    }
+  }
+  return "torch " + j["torch"].get<std::string>();
+}
+
+// ---- Report -------------------------------------------------------------------------------------
+
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
+            const std::vector<int>& threads, const std::vector<double>& triad,
+            const std::vector<Stats>& triad_stats, const std::string& torch_note,
+            const std::string& malloc_mode, const std::string& json_path, FILE* md) {
+  std::fprintf(md, "Shape %lldx%lld, %d repetitions after one warm-up; %s; malloc: %s.\n\n",
+               static_cast<long long>(nrows), static_cast<long long>(cols), reps,
+               torch_note.c_str(), malloc_mode.c_str());
+  for (size_t i = 0; i < threads.size(); ++i)
+    std::fprintf(md, "- triad ceiling, %d thread%s: %.2f GB/s (min %.2f, max %.2f)\n", threads[i],
+                 threads[i] == 1 ? "" : "s", triad[i], triad_stats[i].min, triad_stats[i].max);
+  std::fprintf(md,
+               "\n| case | thr | fused ms [min, max] | GB/s | %% triad | unfused ms | fused vs "
+               "unfused | torch ms | fused vs torch | bytes moved fused / unfused (x min) | "
+               "kernels fused / unfused | page faults / run fused / unfused / torch |\n");
+  std::fprintf(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  Json j = {{"shape", {nrows, cols}}, {"reps", reps},           {"torch", torch_note},
+            {"malloc", malloc_mode},  {"triad", Json::array()}, {"rows", Json::array()}};
+  for (size_t i = 0; i < threads.size(); ++i)
+    j["triad"].push_back({{"threads", threads[i]},
+                          {"gbs_median", triad[i]},
+                          {"gbs_min", triad_stats[i].min},
+                          {"gbs_max", triad_stats[i].max}});
+  for (const Row& r : rows) {
+    const std::string name = r.c.op + " " + r.c.dname;
+    Json jr = {{"op", r.c.op},
+               {"dtype", r.c.dname},
+               {"min_bytes", r.min_bytes},
+               {"error", r.error},
+               {"fused_bytes", r.fused_traffic.bytes},
+               {"unfused_bytes", r.unfused_traffic.bytes},
+               {"fused_tasks", r.fused_traffic.tasks},
+               {"unfused_tasks", r.unfused_traffic.tasks},
+               {"fused_kernels", r.fused_traffic.kernels.size()},
+               {"unfused_kernels", r.unfused_traffic.kernels.size()},
+               {"reorder_bound", r.bound},
+               {"max_abs_diff_fused_unfused", r.max_diff_unfused},
+               {"max_abs_diff_fused_interp_first_rows", r.max_diff_interp},
+               {"per_threads", Json::array()}};
+    if (!r.error.empty()) {
+      std::fprintf(md, "| %s | | ABORTED: %s | | | | | | | | | |\n", name.c_str(), r.error.c_str());
+    }
+    const std::string bytes_col = Fmt("%.2f", r.fused_traffic.bytes / r.min_bytes) + " / " +
+                                  Fmt("%.2f", r.unfused_traffic.bytes / r.min_bytes);
+    const std::string kern_col = std::to_string(r.fused_traffic.kernels.size()) + " / " +
+                                 std::to_string(r.unfused_traffic.kernels.size());
+    for (const PerThreads& p : r.per) {
+      const double gbs = r.min_bytes / p.fused.median / 1e9;
+      const double speedup = p.unfused.median / p.fused.median;
+      const double vs_torch = p.torch_ok ? p.torch.median / p.fused.median : 0;
+      const std::string faults = Fmt("%.0f", p.fused_faults) + " / " +
+                                 Fmt("%.0f", p.unfused_faults) + " / " +
+                                 (p.torch_ok ? Fmt("%.0f", p.torch_faults) : std::string("n/a"));
+      std::fprintf(md,
+                   "| %s | %d | %.2f [%.2f, %.2f] | %.2f | %.0f%% | %.2f | %.2fx | %s | %s | %s | "
+                   "%s | %s |\n",
+                   name.c_str(), p.threads, p.fused.median * 1e3, p.fused.min * 1e3,
+                   p.fused.max * 1e3, gbs, 100 * gbs / p.triad_gbs, p.unfused.median * 1e3, speedup,
+                   p.torch_ok ? Fmt("%.2f", p.torch.median * 1e3).c_str() : "n/a",
+                   p.torch_ok ? Fmt("%.2fx", vs_torch).c_str() : "n/a", bytes_col.c_str(),
+                   kern_col.c_str(), faults.c_str());
+      auto stats = [](const Stats& s) {
+        return Json{{"median_s", s.median}, {"min_s", s.min}, {"max_s", s.max}};
+      };
+      Json jp = {{"threads", p.threads},
+                 {"triad_gbs", p.triad_gbs},
+                 {"fused", stats(p.fused)},
+                 {"unfused", stats(p.unfused)},
+                 {"fused_gbs", gbs},
+                 {"unfused_gbs", r.min_bytes / p.unfused.median / 1e9},
+                 {"pct_of_triad", 100 * gbs / p.triad_gbs},
+                 {"fused_vs_unfused", speedup},
+                 {"fused_minor_faults_per_run", p.fused_faults},
+                 {"unfused_minor_faults_per_run", p.unfused_faults}};
+      if (p.torch_ok) {
+        jp["torch"] = stats(p.torch);
+        jp["torch_gbs"] = r.min_bytes / p.torch.median / 1e9;
+        jp["fused_vs_torch"] = vs_torch;
+        jp["torch_minor_faults_per_run"] = p.torch_faults;
+      }
+      jr["per_threads"].push_back(jp);
+    }
+    j["rows"].push_back(jr);
+  }
+  std::fprintf(
+      md,
+      "\nGB/s and %% triad count the minimum bytes (inputs read once, output written "
+      "once); bytes moved are the sums of the trace's bytes_read + bytes_written; speedups "
+      "are ratios of medians (> 1: fused is faster).\n\n");
+  if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
+}
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("PTOX_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path = "tensor_bench.json", md_path, only, python = "/usr/bin/python3";
+  std::string script = (fs::path(__FILE__).parent_path() / "torch_baseline.py").string();
+  int64_t rows = 4096, cols = 4096;
+  int reps = 15;
+  bool torch = true, heap = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--json=", 0) == 0)
+      json_path = a.substr(7);
+    else if (a == "--malloc=heap")
+      heap = true;
+    else if (a == "--malloc=default")
+      heap = false;
+    else if (a.rfind("--md=", 0) == 0)
+      md_path = a.substr(5);
+    else if (a.rfind("--only=", 0) == 0)
+      only = a.substr(7);
+    else if (a.rfind("--reps=", 0) == 0)
+      reps = std::max(1, std::atoi(a.c_str() + 7));
+    else if (a.rfind("--python=", 0) == 0)
+      python = a.substr(9);
+    else if (a.rfind("--torch-script=", 0) == 0)
+      script = a.substr(15);
+    else if (a == "--no-torch")
+      torch = false;
+    else if (a.rfind("--shape=", 0) == 0 && a.find('x') != std::string::npos) {
+      rows = std::atoll(a.c_str() + 8);
+      cols = std::atoll(a.c_str() + a.find('x') + 1);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--json=FILE] [--md=FILE] [--shape=RxC] [--reps=N] "
+                   "[--only=softmax,rmsnorm,layernorm,chain,chain_dag] [--no-torch] [--python=BIN] "
+                   "[--torch-script=PATH] [--malloc=default|heap]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (rows <= 0 || cols <= 0) {
+    std::fprintf(stderr, "--shape: both dims must be positive\n");
+    return 2;
+  }
+  // glibc reads its tunables at startup: re-execute with them set (inherited by the torch child).
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (heap && (!tunables || std::string(tunables) != kHeapTunables)) {
+    setenv("GLIBC_TUNABLES", kHeapTunables, 1);
+    execv("/proc/self/exe", argv);
+    std::perror("execv /proc/self/exe");
+    return 1;
+  }
+  const std::string malloc_mode =
+      heap ? std::string("heap (GLIBC_TUNABLES=") + kHeapTunables + ")" : "glibc default";
+  char tmpl[] = "/tmp/ptox_tensor_bench_XXXXXX";
+  const std::string tmp = mkdtemp(tmpl);
+  setenv("PTOX_CACHE_DIR", (tmp + "/cache").c_str(), 1);  // private: cold compiles, no races
+
+  std::vector<int> threads = {DefaultThreads()};
+  if (threads[0] != 1) threads.push_back(1);
+  std::vector<Case> cases;
+  for (const char* op : {"softmax", "rmsnorm", "layernorm"})
+    for (auto [dt, dn] :
+         {std::pair{ptox::DType::kF32, "f32"}, std::pair{ptox::DType::kBF16, "bf16"}})
+      cases.push_back({op, dt, dn});
+  cases.push_back({"chain", ptox::DType::kF32, "f32"});
+  cases.push_back({"chain_dag", ptox::DType::kF32, "f32"});
+  if (!only.empty())
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&](const Case& c) {
+                                 return ("," + only + ",").find("," + c.op + ",") ==
+                                        std::string::npos;
+                               }),
+                cases.end());
+
+  std::vector<double> triad;
+  std::vector<Stats> triad_stats;
+  for (int t : threads) {
+    triad_stats.push_back(MeasureTriad(t, reps));
+    triad.push_back(triad_stats.back().median);
+    std::fprintf(stderr, "triad %d thread(s): %.2f GB/s\n", t, triad.back());
+  }
+  std::vector<Row> results;
+  for (const Case& c : cases) {
+    auto a = Clock::now();
+    results.push_back(MeasureCase(c, rows, cols, threads, triad, reps));
+    std::fprintf(stderr, "%s %s: %s (%.1f s)\n", c.op.c_str(), c.dname.c_str(),
+                 results.back().error.empty() ? "ok" : results.back().error.c_str(),
+                 Seconds(a, Clock::now()));
+  }
+  std::string torch_note = "torch: not run (--no-torch)";
+  if (torch) torch_note = RunTorch(python, script, tmp, cases, rows, cols, threads, reps, &results);
+  if (torch_note.rfind("unavailable", 0) == 0) torch_note = "torch " + torch_note;
+  FILE* md = md_path.empty() ? stdout : std::fopen(md_path.c_str(), "w");
+  Report(results, rows, cols, reps, threads, triad, triad_stats, torch_note, malloc_mode, json_path,
+         md);
+  if (md != stdout) std::fclose(md);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  bool failed = false;
+  for (const Row& r : results) failed |= !r.error.empty();
+  return failed ? 1 : 0;
+}

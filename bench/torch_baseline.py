@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+# PyTorch CPU eager baseline for bench/tensor_bench.cc: times softmax, rmsnorm, layernorm and
+# 8-op elementwise chains at given thread counts and writes the medians as JSON.
+"""Usage: torch_baseline.py [--json=FILE] [--shape=RxC] [--threads=2,1] [--reps=15]
+                            [--cases=softmax:f32,rmsnorm:bf16,layernorm:f32,chain:f32,...]
+
+Prints a table to stdout; --json=FILE writes {"available": true, "torch": VERSION, "rows": [...]}
+with one row per (case, threads): median / min / max seconds and minor page faults per run.
+Without torch it writes {"available": false, "reason": ...} and exits 0, so callers can report it
+as unavailable.
+"""
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", default="", help="write results here")
+    p.add_argument("--shape", default="4096x4096", help="rows x cols (reductions over cols)")
+    p.add_argument("--threads", default="1", help="comma-separated torch.set_num_threads values")
+    p.add_argument("--reps", type=int, default=15, help="timed repetitions after one warm-up")
+    p.add_argument("--cases", default="softmax:f32,rmsnorm:f32,layernorm:f32,chain:f32,"
+                   "chain_dag:f32,softmax:bf16,rmsnorm:bf16,layernorm:bf16",
+                   help="comma-separated op:dtype (op: softmax rmsnorm layernorm chain chain_dag)")
+    return p.parse_args()
+
+
+def write_json(path, obj):
+    if path:
+        with open(path, "w") as f:
+            json.dump(obj, f, indent=2)
+            f.write("\n")
+
+
+def make_case(torch, op, dtype, rows, cols):
+    """Inputs in [-2, 2) (as tensor_bench fills its buffers) and a closure running the op."""
+    gen = torch.Generator().manual_seed(12345)
+
+    def rand(*shape):
+        return (torch.rand(*shape, generator=gen) * 4 - 2).to(dtype)
+
+    if op == "softmax":
+        x = rand(rows, cols)
+        return lambda: torch.softmax(x, -1)
+    if op == "rmsnorm":
+        x, w = rand(rows, cols), rand(cols)
+        eps = 1e-6
+        return lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+    if op == "layernorm":
+        x, w, b = rand(rows, cols), rand(cols), rand(cols)
+        return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-5)
+    if op in ("chain", "chain_dag"):
+        # The same 8 ops as the ptox programs in tensor_bench.cc, one eager kernel each.
+        a, b, c = rand(rows, cols), rand(rows, cols), rand(rows, cols)
+
+        def chain():
+            t1 = a * b
+            t2 = t1 + c
+            t3 = t2.clamp_min(0.0)
+            t4 = t3 * 0.5
+            t5 = t4 - a
+            t6 = t5 * c
+            t7 = t6 + b
+            return t7.clamp_max(4.0)
+
+        def chain_dag():
+            t1 = a * b
+            t2 = t1 + c
+            t3 = t2.clamp_min(0.0)
+            t4 = a * 0.5
+            t5 = t3 - t4
+            t6 = t5 * c
+            t7 = t6 + b
+            return t7.clamp_max(4.0)
+
+        return chain if op == "chain" else chain_dag
+    raise ValueError("unknown op " + op)
+
+
+def time_it(fn, reps):
+    """Median, min, max seconds and minor page faults per run (fresh output buffers)."""
+    fn()  # warm-up
+    times = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    times.sort()
+    n = len(times)
+    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+    return median, times[0], times[-1], faults / reps
+
+
+def main():
+    args = parse_args()
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means "no baseline"
+        write_json(args.json, {"available": False, "reason": "import torch: %s" % e})
+        print("torch unavailable: %s" % e)
+        return 0
+    rows, cols = (int(v) for v in args.shape.lower().split("x"))
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
+    threads = [int(t) for t in args.threads.split(",") if t]
+    out = {"available": True, "torch": torch.__version__, "shape": [rows, cols],
+           "reps": args.reps, "rows": []}
+    for case in args.cases.split(","):
+        op, dt = case.split(":")
+        fn = make_case(torch, op, dtypes[dt], rows, cols)
+        for n in threads:
+            torch.set_num_threads(n)
+            med, lo, hi, faults = time_it(fn, args.reps)
+            out["rows"].append({"op": op, "dtype": dt, "threads": torch.get_num_threads(),
+                                "median_s": med, "min_s": lo, "max_s": hi,
+                                "minflt_per_run": faults})
+            print("%-10s %-5s %2d threads: %8.3f ms (min %.3f, max %.3f)"
+                  % (op, dt, n, med * 1e3, lo * 1e3, hi * 1e3))
+            sys.stdout.flush()
+        del fn
+    write_json(args.json, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
