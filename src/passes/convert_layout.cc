@@ -48,17 +48,19 @@ ir::Operand Add(BlockWriter& w, const ir::Operand& a, const ir::Operand& b) {
   return w.Op(OpCode::kArithAdd, {a, b});
 }
 
-// Copies `src` into `dst` at dst offset = src offset + shift[d] (the domain is src's shape).
-void ShiftedCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
-                 const ir::Value& dst, const std::vector<ir::Operand>& shift) {
-  const auto& dom = src->type.shape();
+// Copies a region of `dom`'s shape from `src` to `dst`; each side's offsets are the domain's
+// plus its shift (empty: none): a slice shifts the source, a concat piece the destination.
+void Copy(BlockWriter& w, Extents& ext, const Capabilities& caps, const std::vector<ir::Dim>& dom,
+          const ir::Value& src, const std::vector<ir::Operand>& src_shift, const ir::Value& dst,
+          const std::vector<ir::Operand>& dst_shift) {
   const Tiling t = CopyTiling(dom, caps);
   Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
-    std::vector<ir::Operand> to = off;
-    for (size_t d = 0; d < shift.size(); ++d) to[d] = Add(outer, off[d], shift[d]);
+    std::vector<ir::Operand> from = off, to = off;
+    for (size_t d = 0; d < src_shift.size(); ++d) from[d] = Add(outer, off[d], src_shift[d]);
+    for (size_t d = 0; d < dst_shift.size(); ++d) to[d] = Add(outer, off[d], dst_shift[d]);
     BlockWriter body(w.span());
     Window win = WindowOf(dom, dom, off, t);
-    StoreAt(body, LoadAt(body, src, off, win.rows, win.cols), dst, to);
+    StoreAt(body, LoadAt(body, src, from, win.rows, win.cols), dst, to);
     outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
   });
 }
@@ -219,7 +221,7 @@ void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::O
 
 void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
                const ir::Value& dst) {
-  ShiftedCopy(w, ext, caps, src, dst, {});
+  Copy(w, ext, caps, src->type.shape(), src, {}, dst, {});
 }
 
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
@@ -230,21 +232,9 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
     case ir::OpFamily::kTensorReduce: return Reduce(w, ext, caps, op, dst);
     case ir::OpFamily::kTensorTranspose: return Transpose(w, ext, caps, op, dst);
     case ir::OpFamily::kTensorReshape: return Reshape(w, ext, caps, op, dst);
-    case ir::OpFamily::kTensorSlice: {
+    case ir::OpFamily::kTensorSlice: {  // the domain is the slice; the source is shifted
       std::vector<ir::Operand> shift(op.args().begin() + 1, op.args().end());
-      // The domain is the slice (dst); the source is read at the slice's offsets.
-      const Tiling t = CopyTiling(dst->type.shape(), caps);
-      const auto& dom = dst->type.shape();
-      const ir::Value& x = op.args()[0].value();
-      Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
-        std::vector<ir::Operand> so = off;
-        for (size_t d = 0; d < shift.size(); ++d) so[d] = Add(outer, off[d], shift[d]);
-        BlockWriter body(w.span());
-        Window win = WindowOf(dom, dom, off, t);
-        StoreAt(body, LoadAt(body, x, so, win.rows, win.cols), dst, off);
-        outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
-      });
-      return;
+      return Copy(w, ext, caps, dst->type.shape(), op.args()[0].value(), shift, dst, {});
     }
     case ir::OpFamily::kTensorConcat: {
       const int r = dst->type.rank();
@@ -253,7 +243,7 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
       for (const ir::Operand& a : op.args()) {
         std::vector<ir::Operand> shift(r, ir::Operand::Int(0));
         shift[axis] = ir::Operand::Int(at);
-        ShiftedCopy(w, ext, caps, a.value(), dst, shift);
+        Copy(w, ext, caps, a.type().shape(), a.value(), {}, dst, shift);
         at += a.type().shape()[axis].size;
       }
       return;

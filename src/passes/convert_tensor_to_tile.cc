@@ -256,17 +256,10 @@ class Converter {
           else w.Append(s);
           break;
         }
-        case ir::StmtKind::kFor: {
-          const auto& f = ir::As<ir::ForStmt>(*s);
-          w.Append(f.WithBody(Block(f.body())));
+        case ir::StmtKind::kFor:
+        case ir::StmtKind::kIf:
+          w.Append(MapBodies(s, [this](const ir::Block& b) { return Block(b); }));
           break;
-        }
-        case ir::StmtKind::kIf: {
-          const auto& i = ir::As<ir::IfStmt>(*s);
-          w.Append(ir::IfStmt::Make(i.cond(), Block(i.then_body()), Block(i.else_body()),
-                                    i.results(), i.span()));
-          break;
-        }
         case ir::StmtKind::kOp: {
           const auto& op = ir::As<ir::OpStmt>(*s);
           if (op.op() == OpCode::kTensorStore)

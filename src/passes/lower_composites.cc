@@ -109,33 +109,12 @@ void Lower(BlockWriter& w, const ir::OpStmt& op) {
   }
 }
 
-ir::Block LowerBlock(const ir::Block& block);
-
-ir::StmtRef LowerNested(const ir::StmtRef& s) {
-  switch (s->kind()) {
-    case ir::StmtKind::kFor: {
-      const auto& f = ir::As<ir::ForStmt>(*s);
-      return f.WithBody(LowerBlock(f.body()));
-    }
-    case ir::StmtKind::kIf: {
-      const auto& i = ir::As<ir::IfStmt>(*s);
-      return ir::IfStmt::Make(i.cond(), LowerBlock(i.then_body()), LowerBlock(i.else_body()),
-                              i.results(), i.span());
-    }
-    case ir::StmtKind::kIncore: {
-      const auto& in = ir::As<ir::IncoreStmt>(*s);
-      return in.WithBody(LowerBlock(in.body()));
-    }
-    default: return s;
-  }
-}
-
 ir::Block LowerBlock(const ir::Block& block) {
   BlockWriter w;
   for (const ir::StmtRef& s : block) {
     if (s->kind() != ir::StmtKind::kOp ||
         ir::FamilyOf(ir::As<ir::OpStmt>(*s).op()) != ir::OpFamily::kComposite) {
-      w.Append(LowerNested(s));
+      w.Append(MapBodies(s, LowerBlock));
       continue;
     }
     w.set_span(s->span());

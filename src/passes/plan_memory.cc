@@ -54,19 +54,8 @@ class Planner {
 
  private:
   ir::StmtRef Stmt(const ir::StmtRef& s) {
-    switch (s->kind()) {
-      case ir::StmtKind::kIncore: return Scope(ir::As<ir::IncoreStmt>(*s));
-      case ir::StmtKind::kFor: {
-        const auto& f = ir::As<ir::ForStmt>(*s);
-        return f.WithBody(Block(f.body()));
-      }
-      case ir::StmtKind::kIf: {
-        const auto& i = ir::As<ir::IfStmt>(*s);
-        return ir::IfStmt::Make(i.cond(), Block(i.then_body()), Block(i.else_body()), i.results(),
-                                i.span());
-      }
-      default: return s;
-    }
+    if (s->kind() == ir::StmtKind::kIncore) return Scope(ir::As<ir::IncoreStmt>(*s));
+    return MapBodies(s, [this](const ir::Block& b) { return Block(b); });
   }
 
   ir::StmtRef Scope(const ir::IncoreStmt& scope) {

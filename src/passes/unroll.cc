@@ -22,31 +22,12 @@ class Unroller {
     for (const ir::StmtRef& s0 : block) {
       ir::StmtRef s = Substitute(s0, subst_);
       if (s->kind() == ir::StmtKind::kFor && Unroll(ir::As<ir::ForStmt>(*s), out)) continue;
-      out.push_back(Nested(s));
+      out.push_back(MapBodies(s, [this](const ir::Block& b) { return Block(b); }));
     }
     return out;
   }
 
  private:
-  ir::StmtRef Nested(const ir::StmtRef& s) {
-    switch (s->kind()) {
-      case ir::StmtKind::kFor: {
-        const auto& f = ir::As<ir::ForStmt>(*s);
-        return f.WithBody(Block(f.body()));
-      }
-      case ir::StmtKind::kIf: {
-        const auto& i = ir::As<ir::IfStmt>(*s);
-        return ir::IfStmt::Make(i.cond(), Block(i.then_body()), Block(i.else_body()), i.results(),
-                                i.span());
-      }
-      case ir::StmtKind::kIncore: {
-        const auto& in = ir::As<ir::IncoreStmt>(*s);
-        return in.WithBody(Block(in.body()));
-      }
-      default: return s;
-    }
-  }
-
   // Appends the unrolled copies of `f` to `out`; false (nothing appended) when `f` stays a loop.
   bool Unroll(const ir::ForStmt& f, ir::Block& out) {
     if (f.loop_kind() != ir::LoopKind::kUnroll || !f.lb().is_int() || !f.ub().is_int() ||
