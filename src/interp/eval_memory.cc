@@ -26,51 +26,6 @@ Tile Tile::Make(int64_t rows, int64_t cols, DType dtype) {
 
 namespace {
 
-template <typename T>
-T Load(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T>
-void StoreBytes(char* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-float ReadFloat(DType d, const char* p) {
-  switch (d) {
-    case DType::kBF16: return scalar::Bf16ToF32(Load<uint16_t>(p));
-    case DType::kF16: return scalar::F16ToF32(Load<uint16_t>(p));
-    default: return Load<float>(p);
-  }
-}
-
-int64_t ReadInt(DType d, const char* p) {
-  switch (d) {
-    case DType::kI8: return Load<int8_t>(p);
-    case DType::kI32: return Load<int32_t>(p);
-    case DType::kBool: return Load<uint8_t>(p) != 0 ? 1 : 0;
-    default: return Load<int64_t>(p);
-  }
-}
-
-void WriteFloat(DType d, char* p, float v) {
-  switch (d) {
-    case DType::kBF16: StoreBytes(p, scalar::F32ToBf16(v)); break;
-    case DType::kF16: StoreBytes(p, scalar::F32ToF16(v)); break;
-    default: StoreBytes(p, v); break;
-  }
-}
-
-void WriteInt(DType d, char* p, int64_t v) {
-  switch (d) {
-    case DType::kI8: StoreBytes(p, static_cast<int8_t>(v)); break;
-    case DType::kI32: StoreBytes(p, static_cast<int32_t>(v)); break;
-    case DType::kBool: StoreBytes(p, static_cast<uint8_t>(v != 0)); break;
-    default: StoreBytes(p, v); break;
-  }
-}
-
 // The 2-D window of a tensor that a tile at `offsets` covers.
 struct Window {
   char* base = nullptr;                    // element at the offsets

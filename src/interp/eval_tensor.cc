@@ -71,31 +71,6 @@ void Walk(const std::vector<int64_t>& shape, const std::array<std::vector<int64_
   }
 }
 
-float ReadFloat(DType d, const char* p) {
-  uint16_t h = 0;
-  float v = 0.0f;
-  switch (d) {
-    case DType::kBF16: std::memcpy(&h, p, 2); return scalar::Bf16ToF32(h);
-    case DType::kF16: std::memcpy(&h, p, 2); return scalar::F16ToF32(h);
-    default: std::memcpy(&v, p, 4); return v;
-  }
-}
-
-void WriteFloat(DType d, char* p, float v) {
-  uint16_t h = 0;
-  switch (d) {
-    case DType::kBF16:
-      h = scalar::F32ToBf16(v);
-      std::memcpy(p, &h, 2);
-      break;
-    case DType::kF16:
-      h = scalar::F32ToF16(v);
-      std::memcpy(p, &h, 2);
-      break;
-    default: std::memcpy(p, &v, 4); break;
-  }
-}
-
 // A tensor view (any strides) as a dense value; bf16 / f16 widen exactly.
 Dense Read(const ir::OpStmt& op, const Tensor& t) {
   PTOX_ICHECK(IsFloat(t.dtype)) << OpWhere(op) << ": tensor ops compute on float tensors";

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "kernels/scalar.h"
@@ -187,6 +188,55 @@ std::string ToString(const Scalar& s) {
   else
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(s.i));
   return std::string(DTypeName(s.dtype)) + " " + buf;
+}
+
+namespace {
+
+template <typename T>
+T Load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename T>
+void StoreBytes(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+}  // namespace
+
+float ReadFloat(DType d, const char* p) {
+  switch (d) {
+    case DType::kBF16: return scalar::Bf16ToF32(Load<uint16_t>(p));
+    case DType::kF16: return scalar::F16ToF32(Load<uint16_t>(p));
+    default: return Load<float>(p);
+  }
+}
+
+int64_t ReadInt(DType d, const char* p) {
+  switch (d) {
+    case DType::kI8: return Load<int8_t>(p);
+    case DType::kI32: return Load<int32_t>(p);
+    case DType::kBool: return Load<uint8_t>(p) != 0 ? 1 : 0;
+    default: return Load<int64_t>(p);
+  }
+}
+
+void WriteFloat(DType d, char* p, float v) {
+  switch (d) {
+    case DType::kBF16: StoreBytes(p, scalar::F32ToBf16(v)); break;
+    case DType::kF16: StoreBytes(p, scalar::F32ToF16(v)); break;
+    default: StoreBytes(p, v); break;
+  }
+}
+
+void WriteInt(DType d, char* p, int64_t v) {
+  switch (d) {
+    case DType::kI8: StoreBytes(p, static_cast<int8_t>(v)); break;
+    case DType::kI32: StoreBytes(p, static_cast<int32_t>(v)); break;
+    case DType::kBool: StoreBytes(p, static_cast<uint8_t>(v != 0)); break;
+    default: StoreBytes(p, v); break;
+  }
 }
 
 }  // namespace ptox::interp

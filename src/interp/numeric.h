@@ -72,6 +72,13 @@ bool FloatCompare(Fn fn, float a, float b);
 // range-checked: returns false when the value does not fit.
 bool Cast(const Scalar& from, DType to, Scalar* out);
 
+// One element of caller memory at `p` (any alignment), in its memory encoding: float dtypes widen
+// exactly (bf16 / f16) and narrow with RNE; integer dtypes; bool reads nonzero as 1.
+float ReadFloat(DType d, const char* p);
+int64_t ReadInt(DType d, const char* p);
+void WriteFloat(DType d, char* p, float v);
+void WriteInt(DType d, char* p, int64_t v);
+
 // "f32 1.5" / "i32 -3": for error messages.
 std::string ToString(const Scalar& s);
 
