@@ -6,10 +6,6 @@
 namespace ptox::interp {
 namespace {
 
-// Default epsilons when the attribute is absent.
-constexpr double kRmsnormEps = 1e-6;
-constexpr double kLayernormEps = 1e-5;
-
 // Steps of one composite, rounding to the dtype of x after each.
 class Steps {
  public:
@@ -32,7 +28,7 @@ class Steps {
     return ir::NormalizeAxis(ir::IntAttr(op_.attrs(), "axis", -1), x.rank(), OpWhere(op_),
                              op_.span());
   }
-  double Eps(double fallback) const { return ir::FloatAttr(op_.attrs(), "eps", fallback); }
+  double Eps() const { return ir::NormEps(op_); }
   const ir::OpStmt& op() const { return op_; }
 
  private:
@@ -41,25 +37,15 @@ class Steps {
 };
 
 // softmax: m = reduce_max(x, axis, keep); s = x - m; e = exp(s); z = sum(e, axis, keep);
-// y = e / z.
-Dense Softmax(const Steps& st, const Dense& x) {
+// y = e / z. log_softmax: the same up to z; l = log(z); y = s - l.
+Dense Softmax(const Steps& st, const Dense& x, bool log) {
   const int axis = st.Axis(x);
   Dense m = st.Max(x, axis);
   Dense s = st.Sub(x, m);
   Dense e = Unary(Fn::kExp, s);
   Dense z = st.Sum(e, axis);
-  return st.Div(e, z);
-}
-
-// log_softmax: m = reduce_max; s = x - m; e = exp(s); z = sum(e); l = log(z); y = s - l.
-Dense LogSoftmax(const Steps& st, const Dense& x) {
-  const int axis = st.Axis(x);
-  Dense m = st.Max(x, axis);
-  Dense s = st.Sub(x, m);
-  Dense e = Unary(Fn::kExp, s);
-  Dense z = st.Sum(e, axis);
-  Dense l = Unary(Fn::kLog, z);
-  return st.Sub(s, l);
+  if (!log) return st.Div(e, z);
+  return st.Sub(s, Unary(Fn::kLog, z));
 }
 
 // rmsnorm: q = x*x; ss = sum(q, -1, keep); ms = ss * (1/C); a = ms + eps; r = rsqrt(a);
@@ -69,7 +55,7 @@ Dense Rmsnorm(const Steps& st, const Dense& x, const Dense& w) {
   Dense q = st.Mul(x, x);
   Dense ss = st.Sum(q, last);
   Dense ms = st.Mul(ss, st.InvLast(x));
-  Dense a = st.Add(ms, st.Imm(st.Eps(kRmsnormEps)));
+  Dense a = st.Add(ms, st.Imm(st.Eps()));
   Dense r = Unary(Fn::kRsqrt, a);
   Dense t = st.Mul(x, r);
   return st.Mul(t, w);
@@ -84,7 +70,7 @@ Dense Layernorm(const Steps& st, const Dense& x, const Dense& w, const Dense& b)
   Dense d = st.Sub(x, mean);
   Dense q = st.Mul(d, d);
   Dense v = st.Mul(st.Sum(q, last), st.InvLast(x));
-  Dense a = st.Add(v, st.Imm(st.Eps(kLayernormEps)));
+  Dense a = st.Add(v, st.Imm(st.Eps()));
   Dense r = Unary(Fn::kRsqrt, a);
   Dense n = st.Mul(d, r);
   Dense t = st.Mul(n, w);
@@ -140,8 +126,8 @@ Dense EvalComposite(const ir::OpStmt& op, const std::vector<Dense>& args) {
   const Steps st(op, args[0].dtype);
   const Dense& x = args[0];
   switch (op.op()) {
-    case ir::OpCode::kTensorSoftmax: return Softmax(st, x);
-    case ir::OpCode::kTensorLogSoftmax: return LogSoftmax(st, x);
+    case ir::OpCode::kTensorSoftmax: return Softmax(st, x, /*log=*/false);
+    case ir::OpCode::kTensorLogSoftmax: return Softmax(st, x, /*log=*/true);
     case ir::OpCode::kTensorRmsnorm: return Rmsnorm(st, x, args[1]);
     case ir::OpCode::kTensorLayernorm: return Layernorm(st, x, args[1], args[2]);
     case ir::OpCode::kTensorSwiglu: return Swiglu(st, x, args[1]);

@@ -46,6 +46,10 @@ double FloatAttr(const Attrs& attrs, const std::string& name, double fallback) {
   return it == attrs.end() ? fallback : std::get<double>(it->second);
 }
 
+double NormEps(const OpStmt& op) {
+  return FloatAttr(op.attrs(), "eps", op.op() == OpCode::kTensorRmsnorm ? 1e-6 : 1e-5);
+}
+
 namespace {
 
 class TensorChecker {

@@ -30,6 +30,9 @@ std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
                                                 const std::vector<Dim>& b);
 // An axis attribute in [-rank, rank) as [0, rank); a user error otherwise.
 int NormalizeAxis(int64_t axis, int rank, std::string_view op, const Span& span);
+// The eps of tensor.rmsnorm / tensor.layernorm: the attribute, else 1e-6 / 1e-5 (docs/ops.md). One
+// definition for the interpreter and lower-composites (two once disagreed).
+double NormEps(const OpStmt& op);
 // Attribute values with defaults (the kinds are checked by CheckOpAttrs).
 int64_t IntAttr(const Attrs& attrs, const std::string& name, int64_t fallback);
 bool BoolAttr(const Attrs& attrs, const std::string& name, bool fallback);

@@ -39,10 +39,7 @@ void LowerSoftmax(BlockWriter& w, const ir::OpStmt& op, bool log) {
 void LowerNorm(BlockWriter& w, const ir::OpStmt& op, bool layer) {
   const ir::Value& x = op.args()[0].value();
   const int64_t c = x->type.shape().back().size;  // the weight's static size equals it
-  // Default eps as in docs/ops.md (and the interpreter): 1e-5 for layernorm, 1e-6 for rmsnorm.
-  const double eps_default = layer ? 1e-5 : 1e-6;
-  const auto eps =
-      ir::Operand::Float(static_cast<float>(ir::FloatAttr(op.attrs(), "eps", eps_default)));
+  const auto eps = ir::Operand::Float(static_cast<float>(ir::NormEps(op)));
   ir::Value centered = x;
   if (layer) {
     ir::Value mean = Mean(w, x, c);
