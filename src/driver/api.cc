@@ -134,17 +134,6 @@ passes::Capabilities CapsFor(std::string_view target, const TargetCaps& caps) {
   return c;
 }
 
-// driver::Lower, with capability overrides when there are any.
-ir::Func LowerFor(const targets::Target& target, const ir::Func& func,
-                  const CompileOptions& options) {
-  if (options.caps.empty()) return driver::Lower(target, func, options.fuse);
-  ir::Module m;
-  m.funcs.push_back(std::make_shared<const ir::Func>(func));
-  passes::PipelineOptions popts;
-  popts.context.caps = CapsFor(target.name(), options.caps);
-  return *passes::RunPipeline(m, passes::DefaultPipeline(options.fuse), popts).funcs[0];
-}
-
 }  // namespace
 
 Result<Program> Transform(const Program& program, const TransformOptions& options) {
@@ -177,9 +166,10 @@ Result<std::string> Compile(const Program& program, const CompileOptions& option
   Status s = Guard([&] {
     const ir::Func* f = Entry(program.module(), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
+    const passes::Capabilities caps = CapsFor(options.target, options.caps);
     switch (options.emit) {
-      case Emit::kIr: out = ir::Print(LowerFor(target, *f, options)); break;
-      case Emit::kSource: out = target.Source(LowerFor(target, *f, options)); break;
+      case Emit::kIr: out = ir::Print(driver::Lower(caps, *f, options.fuse)); break;
+      case Emit::kSource: out = target.Source(driver::Lower(caps, *f, options.fuse)); break;
       case Emit::kBinary:
         PTOX_CHECK(options.caps.empty(), Span{})
             << "capability overrides apply to the emitted IR and source only: a binary is built "

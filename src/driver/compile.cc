@@ -10,11 +10,11 @@
 
 namespace ptox::driver {
 
-ir::Func Lower(const targets::Target& target, const ir::Func& func, bool fuse) {
+ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse) {
   ir::Module m;
   m.funcs.push_back(std::make_shared<const ir::Func>(func));
   passes::PipelineOptions options;
-  options.context.caps = target.caps();
+  options.context.caps = caps;
   ir::Module lowered = passes::RunPipeline(m, passes::DefaultPipeline(fuse), options);
   return *lowered.funcs[0];
 }
@@ -36,13 +36,13 @@ std::string BuildCached(const targets::Target& target, const std::string& source
 }  // namespace
 
 std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse) {
-  std::string source = target.Source(Lower(target, func, fuse));
+  std::string source = target.Source(Lower(target.caps(), func, fuse));
   return BuildCached(target, source, KeyOf(target, source));
 }
 
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
                                                    const ir::Func& func, bool fuse) {
-  std::string source = target.Source(Lower(target, func, fuse));
+  std::string source = target.Source(Lower(target.caps(), func, fuse));
   std::string key = KeyOf(target, source);
 
   static std::mutex mu;

@@ -8,9 +8,9 @@
 
 namespace ptox::driver {
 
-// The function after the default pass pipeline for `target`'s capabilities (what codegen sees);
+// The function after the default pass pipeline for capabilities `caps` (what codegen sees);
 // `fuse = false` skips fuse-elementwise.
-ir::Func Lower(const targets::Target& target, const ir::Func& func, bool fuse = true);
+ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse = true);
 
 // Lowers, generates and builds (on a cache miss) `func`; returns the cached shared object's path.
 std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse = true);

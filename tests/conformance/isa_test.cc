@@ -48,7 +48,7 @@ std::string Disassemble(const std::string& target_name) {
   const ir::Func& func = *prog.module().funcs.back();
   const targets::Target& target = targets::GetTarget(target_name);
   driver::Compile(target, func);
-  const std::string source = target.Source(driver::Lower(target, func));
+  const std::string source = target.Source(driver::Lower(target.caps(), func));
   std::optional<std::string> so =
       driver::CompileCache().Lookup(driver::HashHex(source + "\n" + target.BuildIdentity()));
   EXPECT_TRUE(so.has_value()) << "no cache entry for the " << target_name << " build";
