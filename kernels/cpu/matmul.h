@@ -1,57 +1,104 @@
-// tile.matmul / tile.matmul_acc on CPU: a register-blocked FMA micro-kernel over B repacked into
-// nr-wide panels (AVX-512 / AVX2 builds), and the interpreter's exact i-k-j loop (scalar build).
+// tile.matmul / tile.matmul_acc on CPU. Operands are tiles or views (a tile.load whose only uses
+// are matmul operands reads the tensor in place: packing copies it once anyway, and a tile copy
+// first would move every element twice). Vector builds run a BLIS-style GEMM: A and B packed into
+// register-block panels, cache blocks sized from the L1 / L2 the target reports
+// (PTOX_CPU_L1_BYTES / PTOX_CPU_L2_BYTES), an FMA micro-kernel; few-row products (GEMV, decode)
+// stream B in place instead. The scalar build runs the interpreter's exact loop.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
 
 #include "kernels/cpu/core.h"
+#include "kernels/cpu/memory.h"
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
 #define PTOX_CPU_MATMUL_SIMD 1
 #endif
 
 namespace ptox::cpu {
 
+// A tile.load read in place: the window of the tensor an R x C tile of dtype D would hold.
+template <DT D, int R, int C>
+struct View {
+  static constexpr DT kDType = D;
+  static constexpr int kRows = R, kCols = C;
+  const char* base = nullptr;
+  int64_t rs = 0, cs = 0;  // element strides
+  int64_t vr = 0, vc = 0;  // valid rows / cols (the rest would be padding, which matmul ignores)
+};
+
+template <DT D, int R, int C>
+void LoadView(Ctx& ctx, View<D, R, C>& out, const TensorArg& t,
+              std::initializer_list<int64_t> offs, const char* where) {
+  Window w;
+  if (!Locate(ctx, t, offs, sizeof(Memory<D>), where, &w)) return;
+  out.base = w.base;
+  out.rs = w.row_stride;
+  out.cs = w.col_stride;
+  out.vr = std::min<int64_t>(R, w.rows);
+  out.vc = std::min<int64_t>(C, w.cols);
+}
+
+namespace mm {
+
+// Element (i, j) of an operand is p[i * rs + j * cs] in dtype D's memory format (tiles: f32).
+template <DT D>
+struct Src {
+  const Unaligned<Memory<D>>* p;
+  int64_t rs, cs;
+  float At(int64_t i, int64_t j) const { return FromMemory<D>(p[i * rs + j * cs]); }
+  Src Offset(int64_t i, int64_t j) const { return {p + i * rs + j * cs, rs, cs}; }
+  Src Transposed() const { return {p, cs, rs}; }
+};
+
+template <DT D, int R, int C>
+Src<DT::kF32> SrcOf(const Tile<D, R, C>& t) {
+  return {t.v, C, 1};  // float tiles hold f32 values
+}
+template <DT D, int R, int C>
+Src<D> SrcOf(const View<D, R, C>& v) {
+  return {reinterpret_cast<const Unaligned<Memory<D>>*>(v.base), v.rs, v.cs};
+}
+
 // The exact reference order: each element accumulates in increasing k, product rounded before
 // the add (the build uses -ffp-contract=off), so results equal the interpreter's bit for bit.
-// The i-k-j order vectorizes over j without changing any element's order.
-template <bool kTransB, int M, int N, int K, int BR, int BC>
-void MatmulIntoExact(float* o, const float* a, const float* b, int64_t k_valid) {
-  for (int64_t i = 0; i < M; ++i) {
-    float* orow = o + i * N;
-    for (int64_t k = 0; k < k_valid; ++k) {
-      const float aik = a[i * K + k];
-      if constexpr (kTransB) {
-        for (int64_t j = 0; j < N; ++j) orow[j] = orow[j] + aik * b[j * BC + k];
-      } else {
-        const float* brow = b + k * BC;
-        for (int64_t j = 0; j < N; ++j) orow[j] = orow[j] + aik * brow[j];
-      }
+template <DT DA, DT DB>
+void GemmExact(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float aik = a.At(i, kk);
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = c[i * ldc + j] + aik * b.At(kk, j);
     }
-  }
 }
 
 #ifdef PTOX_CPU_MATMUL_SIMD
-namespace mm {
 
-// One SIMD register of f32 and the handful of operations the micro-kernel needs. Masked
-// loads / stores handle a last vector with fewer than kLanes columns.
+// One SIMD register of f32 and what the kernels need; Widen loads kLanes elements of any float
+// memory format as f32 (bf16: shift into the high half; f16: the exact F16C conversion).
 #if defined(__AVX512F__)
 struct Vec {
   using V = __m512;
   static constexpr int kLanes = 16;
   static V Zero() { return _mm512_setzero_ps(); }
   static V Load(const float* p) { return _mm512_loadu_ps(p); }
-  static V Bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V Set1(float x) { return _mm512_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  template <int kN> static V LoadN(const float* p) {
-    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << kN) - 1), p);
-  }
-  template <int kN> static void StoreN(float* p, V v) {
-    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << kN) - 1), v);
+  static float Sum(V v) { return _mm512_reduce_add_ps(v); }
+  template <DT D> static V Widen(const void* p) {
+    if constexpr (D == DT::kF32) {
+      return _mm512_loadu_ps(p);
+    } else {
+      const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+      if constexpr (D == DT::kBF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      else return _mm512_cvtph_ps(h);
+    }
   }
 };
 #else
@@ -60,219 +107,321 @@ struct Vec {
   static constexpr int kLanes = 8;
   static V Zero() { return _mm256_setzero_ps(); }
   static V Load(const float* p) { return _mm256_loadu_ps(p); }
-  static V Bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V Set1(float x) { return _mm256_set1_ps(x); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
   static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  template <int kN> static __m256i Mask() {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(kN), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  static float Sum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
   }
-  template <int kN> static V LoadN(const float* p) { return _mm256_maskload_ps(p, Mask<kN>()); }
-  template <int kN> static void StoreN(float* p, V v) { _mm256_maskstore_ps(p, Mask<kN>(), v); }
+  template <DT D> static V Widen(const void* p) {
+    if constexpr (D == DT::kF32) {
+      return _mm256_loadu_ps(static_cast<const float*>(p));
+    } else {
+      const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
+      if constexpr (D == DT::kBF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+      else return _mm256_cvtph_ps(h);
+    }
+  }
 };
 #endif
 
 constexpr int kL = Vec::kLanes;
-// Register block: kMR rows x kNV vectors of C stay in registers for a whole k block. AVX-512:
-// 8 x 2 zmm = 16 accumulators (+2 B vectors + 1 broadcast of 32 registers); AVX2: 4 x 3 ymm = 12
-// (+3 + 1 of 16). Either hides the 4-cycle FMA latency with >= 8 independent chains and needs
-// fewer loads than FMAs per k, so the FMA pipes are the limit. (6 x 4, 12 x 2 and 14 x 2 zmm
-// measured the same within noise on Zen; 8 rows divide the usual power-of-two tile heights.)
-#if defined(__AVX512F__)
-constexpr int kMR = 8, kNV = 2;
-#else
-constexpr int kMR = 4, kNV = 3;
-#endif
-constexpr int kNR = kNV * kL;  // panel width in columns
-// k block: a packed kKC x kNR panel of B (32 KiB for AVX-512) plus the kMR x kKC slice of A
-// (8 KiB) fit the 48 KiB L1, and the packed kKC x N block of B the L2 for N up to 512.
-constexpr int kKC = 256;
+using V = Vec::V;
 
-// c[r][0 .. kNVc*kL - (kL - kTail)) += a[r][0 .. kc) * b[0 .. kc)[same columns] for r < kRows,
-// with the sums in increasing k per element (FMA). b rows are ldb apart; kTail (1 .. kL - 1) is
-// the lane count of the last vector when the block is narrower than kNVc full vectors (0: full).
-// kMaskB masks that vector's B loads too (unpacked B, whose rows end at the tile's last column).
-template <int kRows, int kNVc, int kTail, bool kMaskB>
-__attribute__((always_inline)) inline void Kernel(int64_t kc, const float* a, int64_t lda,
-                                                  const float* b, int64_t ldb, float* c,
-                                                  int64_t ldc) {
-  using V = Vec::V;
-  constexpr bool kPart = kTail != 0;
-  V acc[kRows][kNVc];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) {
-      const float* p = c + r * ldc + v * kL;
-      if constexpr (kPart) acc[r][v] = v == kNVc - 1 ? Vec::LoadN<kTail>(p) : Vec::Load(p);
-      else acc[r][v] = Vec::Load(p);
+// Register block of the packed path: kMR rows x kNV vectors of C in registers for a whole k
+// block. AVX-512: 8 x 3 zmm = 24 accumulators (+3 B vectors + broadcasts of 32 registers): 11
+// loads per 24 FMAs, and 24 independent chains hide the FMA latency on two pipes. AVX2: 6 x 2
+// ymm = 12 of 16 registers (BLIS's Haswell shape).
+#if defined(__AVX512F__)
+constexpr int kMR = 8, kNV = 3;
+#else
+constexpr int kMR = 6, kNV = 2;
+#endif
+constexpr int kNR = kNV * kL;
+
+// Cache blocks (BLIS): a kKC x kNR panel of B streams through the L1 (the size of the L1; a
+// smaller kKC, half the L1, measured 10-25% slower on Zen 5 from the per-call cost of C) while
+// the kMR x kKC micro-panel of A stays there; a kMC x kKC block of A fills half the L2.
+#ifndef PTOX_CPU_L1_BYTES
+#define PTOX_CPU_L1_BYTES 32768
+#endif
+#ifndef PTOX_CPU_L2_BYTES
+#define PTOX_CPU_L2_BYTES 1048576
+#endif
+constexpr int64_t kKC = std::clamp<int64_t>(PTOX_CPU_L1_BYTES / (kNR * 4) / 64 * 64, 128, 512);
+constexpr int64_t kMC =
+    std::clamp<int64_t>(PTOX_CPU_L2_BYTES / 2 / (kKC * 4) / kMR * kMR, kMR, 4096 / kMR * kMR);
+constexpr int64_t kNC = 4096;  // B blocks beyond this width are packed in pieces
+
+// Packing buffers, one per worker thread, grown to the largest block it has packed.
+inline float* PackBuffer(int which, int64_t floats) {
+  struct Buf {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[2];
+  Buf& b = bufs[which];
+  if (floats > b.n) {
+    std::free(b.p);
+    b.n = (floats + 15) / 16 * 16;
+    b.p = static_cast<float*>(std::aligned_alloc(64, b.n * sizeof(float)));
+    if (b.p == nullptr) std::abort();  // tens of KiB to a few MiB; no way to go on without it
+  }
+  return b.p;
+}
+
+// One row of n elements as f32 (n <= kNR), zero-filled to kNR.
+template <DT D>
+inline void WidenRow(float* dst, const Unaligned<Memory<D>>* src, int64_t n) {
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL) Vec::Store(dst + j, Vec::Widen<D>(src + j));
+  for (; j < n; ++j) dst[j] = FromMemory<D>(src[j]);
+  for (; j < kNR; ++j) dst[j] = 0.0f;
+}
+
+// B rows [0, kc) x cols [0, nc) into kNR-wide panels, each kc x kNR row-major, zero-padded.
+template <DT D>
+__attribute__((noinline)) void PackB(float* dst, Src<D> b, int64_t kc, int64_t nc) {
+  for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
+    const int64_t w = std::min<int64_t>(kNR, nc - j0);
+    float* panel = dst + j0 * kc;
+    if (b.cs == 1) {
+      for (int64_t k = 0; k < kc; ++k) WidenRow<D>(panel + k * kNR, b.p + k * b.rs + j0, w);
+    } else {  // column-contiguous (a transposed B): read down each column
+      for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * kNR + w, panel + (k + 1) * kNR, 0.f);
+      for (int64_t j = 0; j < w; ++j) {
+        const Unaligned<Memory<D>>* col = b.p + (j0 + j) * b.cs;
+        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = FromMemory<D>(col[k * b.rs]);
+      }
     }
+  }
+}
+
+// A rows [0, mc) x cols [0, kc) into kMR-row panels, each kc x kMR (k-major), zero-padded.
+template <DT D>
+__attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t kc) {
+  for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
+    const int64_t h = std::min<int64_t>(kMR, mc - i0);
+    float* panel = dst + i0 * kc;
+    if (h < kMR) std::fill(panel, panel + kc * kMR, 0.0f);
+    for (int64_t r = 0; r < h; ++r) {
+      const Unaligned<Memory<D>>* row = a.p + (i0 + r) * a.rs;
+      for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = FromMemory<D>(row[k * a.cs]);
+    }
+  }
+}
+
+// c[kMR x kNR] (ldc apart) += a_panel * b_panel over kc. The products sum in registers from zero
+// and C is added once at the end (a reordering within the documented bound): C's lines, which
+// come from L3 or memory, are prefetched at the start and have arrived by then.
+__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a, const float* b,
+                                                       float* c, int64_t ldc) {
+  V acc[kMR][kNV];
+#pragma GCC unroll 16
+  for (int r = 0; r < kMR; ++r) {
+#pragma GCC unroll 8
+    for (int64_t off = 0; off < kNR; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Zero();
   }
   for (int64_t k = 0; k < kc; ++k) {
-    V bv[kNVc];
+    V bv[kNV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) {
-      const float* p = b + k * ldb + v * kL;
-      if constexpr (kPart && kMaskB) bv[v] = v == kNVc - 1 ? Vec::LoadN<kTail>(p) : Vec::Load(p);
-      else bv[v] = Vec::Load(p);
-    }
+    for (int v = 0; v < kNV; ++v) bv[v] = Vec::Load(b + k * kNR + v * kL);
 #pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-      const V ar = Vec::Bcast(a + r * lda + k);
+    for (int r = 0; r < kMR; ++r) {
+      const V ar = Vec::Set1(a[k * kMR + r]);
 #pragma GCC unroll 4
-      for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
+      for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
     }
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) {
+    for (int v = 0; v < kNV; ++v) {
       float* p = c + r * ldc + v * kL;
-      if constexpr (kPart) {
-        if (v == kNVc - 1) Vec::StoreN<kTail>(p, acc[r][v]);
-        else Vec::Store(p, acc[r][v]);
-      } else {
-        Vec::Store(p, acc[r][v]);
+      Vec::Store(p, Vec::Add(Vec::Load(p), acc[r][v]));
+    }
+}
+
+// An edge block (h < kMR rows or w < kNR columns): through a full-size scratch block.
+inline void EdgeKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                       int64_t h, int64_t w) {
+  alignas(64) float t[kMR * kNR] = {};
+  for (int64_t r = 0; r < h; ++r) std::copy(c + r * ldc, c + r * ldc + w, t + r * kNR);
+  MicroKernel(kc, a, b, t, kNR);
+  for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
+}
+
+// The packed path (BLIS loop order jc, pc, ic, jr, ir): each element sums its k blocks in order.
+template <DT DA, DT DB>
+void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  const int64_t nc_max = std::min<int64_t>(kNC, (n + kNR - 1) / kNR * kNR);
+  const int64_t mc_max = std::min<int64_t>(kMC, (m + kMR - 1) / kMR * kMR);
+  float* bp = PackBuffer(0, kKC * nc_max);
+  float* ap = PackBuffer(1, kKC * mc_max);
+  for (int64_t jc = 0; jc < n; jc += kNC) {
+    const int64_t nc = std::min<int64_t>(kNC, n - jc);
+    for (int64_t pc = 0; pc < k; pc += kKC) {
+      const int64_t kc = std::min<int64_t>(kKC, k - pc);
+      PackB<DB>(bp, b.Offset(pc, jc), kc, nc);
+      for (int64_t ic = 0; ic < m; ic += kMC) {
+        const int64_t mc = std::min<int64_t>(kMC, m - ic);
+        PackA<DA>(ap, a.Offset(ic, pc), mc, kc);
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          const int64_t w = std::min<int64_t>(kNR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const int64_t h = std::min<int64_t>(kMR, mc - ir);
+            float* cb = c + (ic + ir) * ldc + jc + jr;
+            if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc);
+            else EdgeKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc, h, w);
+          }
+        }
       }
     }
   }
 }
 
-// Runs the micro-kernel over kRows rows and every column block of an N-wide C: full blocks of
-// kNVw vectors, then one last block (fewer vectors and / or a partial last vector). b points at
-// column 0 of either a packed block (panels of kPanel columns, ldb = kPanel, kPanel * kc apart)
-// or the unpacked tile (ldb = its row length; panels are kNVw * kL columns apart).
-template <int kRows, int N, int kNVw, bool kPacked>
-inline void RowBlock(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
-                     float* c, int64_t ldc) {
-  constexpr int kW = kNVw * kL;
-  constexpr int kFull = N / kW, kRest = N % kW;
-  for (int p = 0; p < kFull; ++p) {
-    const float* bp = kPacked ? b + static_cast<int64_t>(p) * kW * kc : b + p * kW;
-    Kernel<kRows, kNVw, 0, false>(kc, a, lda, bp, ldb, c + p * kW, ldc);
+// Few rows, B rows contiguous: B streams through once, read in place (widened in registers),
+// in column blocks whose m C rows fill half the L1 (whole B rows where they fit: long
+// contiguous runs are what the prefetchers stream at full bandwidth); each C load / store takes
+// kKU products of a kRows x kKU register block of A broadcasts.
+constexpr int kKU = 4;
+
+template <int kRows, DT DA, DT DB>
+inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b) {
+  V av[kRows][kKU];
+  for (int r = 0; r < kRows; ++r)
+    for (int u = 0; u < kKU; ++u) av[r][u] = Vec::Set1(a.At(r, u));
+  int64_t j = 0;
+  for (; j + kL <= n; j += kL) {
+    V bv[kKU];
+    for (int u = 0; u < kKU; ++u) bv[u] = Vec::Widen<DB>(b.p + u * b.rs + j);
+    for (int r = 0; r < kRows; ++r) {
+      V acc = Vec::Load(c + r * ldc + j);
+      for (int u = 0; u < kKU; ++u) acc = Vec::Fma(av[r][u], bv[u], acc);
+      Vec::Store(c + r * ldc + j, acc);
+    }
   }
-  if constexpr (kRest != 0) {
-    const float* bp = kPacked ? b + static_cast<int64_t>(kFull) * kW * kc : b + kFull * kW;
-    constexpr int kVecs = (kRest + kL - 1) / kL;
-    Kernel<kRows, kVecs, kRest % kL, !kPacked>(kc, a, lda, bp, ldb, c + kFull * kW, ldc);
+  for (; j < n; ++j)
+    for (int r = 0; r < kRows; ++r)
+      for (int u = 0; u < kKU; ++u)
+        c[r * ldc + j] = __builtin_fmaf(a.At(r, u), b.At(u, j), c[r * ldc + j]);
+}
+
+template <DT DA, DT DB>
+void StreamRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  const int64_t cols = std::max<int64_t>(PTOX_CPU_L1_BYTES / 2 / 4 / m / kL * kL, 256);
+  for (int64_t j0 = 0; j0 < n; j0 += cols) {
+    const int64_t nj = std::min<int64_t>(cols, n - j0);
+    float* cj = c + j0;
+    int64_t kk = 0;
+    for (; kk + kKU <= k; kk += kKU) {
+      const Src<DB> bk = b.Offset(kk, j0);
+      int64_t i = 0;
+      for (; i + 4 <= m; i += 4) StreamBlock<4>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk);
+      switch (m - i) {
+        case 3: StreamBlock<3>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
+        case 2: StreamBlock<2>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
+        case 1: StreamBlock<1>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
+        default: break;
+      }
+    }
+    for (; kk < k; ++kk)
+      for (int64_t i = 0; i < m; ++i) {
+        const float aik = a.At(i, kk);
+        for (int64_t j = 0; j < nj; ++j)
+          cj[i * ldc + j] = __builtin_fmaf(aik, b.At(kk, j0 + j), cj[i * ldc + j]);
+      }
   }
 }
 
-// Copies rows [k0, k0 + kc) of B (K x N, or N x K when transposed) into kNR-wide panels, each
-// kc x kNR row-major and zero-filled past column N: the micro-kernel then reads B contiguously
-// from L1, whatever the tile's row length (a power-of-two stride would alias L1 sets).
-template <bool kTransB, int N, int BC>
-inline void PackB(float* dst, const float* b, int64_t k0, int64_t kc) {
-  for (int j0 = 0; j0 < N; j0 += kNR) {
-    const int w = std::min(kNR, N - j0);
-    float* panel = dst + static_cast<int64_t>(j0) * kc;
-    if constexpr (kTransB) {
-      for (int j = 0; j < w; ++j) {
-        const float* src = b + static_cast<int64_t>(j0 + j) * BC + k0;
-        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = src[k];
+// Few rows, B columns contiguous (a transposed B, as LLM weights are usually stored): each
+// output is a dot product along k, kept as kL partial sums (reordering within the documented
+// bound) and reduced at the end. A rows must be contiguous too (tiles and row-major views).
+template <DT DA, DT DB>
+void DotRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  const int64_t kv = k / kL * kL;
+  for (int64_t i = 0; i < m; ++i) {
+    const Unaligned<Memory<DA>>* arow = a.p + i * a.rs;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      V acc[4] = {Vec::Zero(), Vec::Zero(), Vec::Zero(), Vec::Zero()};
+      for (int64_t kk = 0; kk < kv; kk += kL) {
+        const V av = Vec::Widen<DA>(arow + kk);
+        for (int u = 0; u < 4; ++u)
+          acc[u] = Vec::Fma(av, Vec::Widen<DB>(b.p + (j + u) * b.cs + kk), acc[u]);
       }
-      for (int64_t k = 0; k < kc && w < kNR; ++k)
-        std::fill(panel + k * kNR + w, panel + (k + 1) * kNR, 0.0f);
-    } else {
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = b + (k0 + k) * BC + j0;
-        std::copy(src, src + w, panel + k * kNR);
-        std::fill(panel + k * kNR + w, panel + (k + 1) * kNR, 0.0f);
+      for (int u = 0; u < 4; ++u) {
+        float s = Vec::Sum(acc[u]);
+        for (int64_t kk = kv; kk < k; ++kk)
+          s = __builtin_fmaf(FromMemory<DA>(arow[kk]), FromMemory<DB>(b.p[(j + u) * b.cs + kk]), s);
+        c[i * ldc + j + u] += s;
       }
+    }
+    for (; j < n; ++j) {
+      V acc = Vec::Zero();
+      for (int64_t kk = 0; kk < kv; kk += kL)
+        acc = Vec::Fma(Vec::Widen<DA>(arow + kk), Vec::Widen<DB>(b.p + j * b.cs + kk), acc);
+      float s = Vec::Sum(acc);
+      for (int64_t kk = kv; kk < k; ++kk)
+        s = __builtin_fmaf(FromMemory<DA>(arow[kk]), FromMemory<DB>(b.p[j * b.cs + kk]), s);
+      c[i * ldc + j] += s;
     }
   }
 }
 
-// All M rows in kMR-row blocks plus one block of the M % kMR remaining rows.
-template <int M, int N, int kNVw, bool kPacked>
-inline void AllRows(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
-                    float* c, int64_t ldc) {
-  constexpr int kMR0 = M < kMR ? M : kMR;
-  constexpr int kFull = M / kMR0, kRest = M % kMR0;
-  for (int i = 0; i < kFull; ++i)
-    RowBlock<kMR0, N, kNVw, kPacked>(kc, a + i * kMR0 * lda, lda, b, ldb, c + i * kMR0 * ldc, ldc);
-  if constexpr (kRest != 0)
-    RowBlock<kRest, N, kNVw, kPacked>(kc, a + kFull * kMR0 * lda, lda, b, ldb,
-                                      c + kFull * kMR0 * ldc, ldc);
-}
+// Products with fewer rows than this stream B in place: packing B would cost about as much as
+// the product when each element of B meets only a few rows of A.
+constexpr int64_t kStreamMaxRows = 16;
 
-// Fewer than this many rows (and B not transposed) read B in place: packing would cost as much
-// as the product itself when each B element meets only a few rows.
-constexpr int kPackMinRows = 3 * kMR;
-
-// Columns [j0, j0 + kNc) of C through packed B: k blocks of kKC, each packed once and used by
-// every row block. b / o point at column j0 (B transposed: at row j0, its column j0 in B^T).
-template <bool kTransB, int M, int kNc, int N, int K, int BC>
-inline void PackedColumns(float* o, const float* a, const float* b, int64_t k_valid) {
-  constexpr int kPanels = (kNc + kNR - 1) / kNR;
-  constexpr int kKB = K < kKC ? K : kKC;
-  alignas(64) float packed[kPanels * kNR * kKB];
-  for (int64_t k0 = 0; k0 < k_valid; k0 += kKB) {
-    const int64_t kc = std::min<int64_t>(kKB, k_valid - k0);
-    PackB<kTransB, kNc, BC>(packed, b, k0, kc);
-    AllRows<M, kNc, kNV, true>(kc, a + k0, K, packed, kNR, o, N);
-  }
-}
-
-// Column block of the packed path: the packed k block of B (kKC x kNC, 256 KiB) stays in L2
-// (and on the task's stack) however wide the tile is.
-constexpr int kNC = 256;
-
-template <bool kTransB, int M, int N, int K, int BR, int BC>
-void MatmulIntoSimd(float* o, const float* a, const float* b, int64_t k_valid) {
-  if constexpr (!kTransB && M < kPackMinRows) {
-    // Few rows: a wider block (4 vectors) gives each row more independent FMA chains.
-    constexpr int kNVw = M <= 2 ? 4 : kNV;
-    for (int64_t k0 = 0; k0 < k_valid; k0 += kKC) {
-      const int64_t kc = std::min<int64_t>(kKC, k_valid - k0);
-      AllRows<M, N, kNVw, false>(kc, a + k0, K, b + k0 * BC, BC, o, N);
-    }
+template <DT DA, DT DB>
+void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  if (m <= kStreamMaxRows && b.cs == 1) {
+    StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
+  } else if (m <= kStreamMaxRows && b.rs == 1 && a.cs == 1) {
+    DotRows<DA, DB>(c, ldc, m, n, k, a, b);
   } else {
-    constexpr int kNc = N < kNC ? N : kNC;
-    constexpr int kFull = N / kNc, kRest = N % kNc;
-    // Where column j of C starts in B: column j of a K x N B, row j of an N x K one.
-    constexpr int64_t kColStep = kTransB ? BC : 1;
-    for (int jc = 0; jc < kFull; ++jc)
-      PackedColumns<kTransB, M, kNc, N, K, BC>(o + jc * kNc, a, b + jc * kNc * kColStep,
-                                               k_valid);
-    if constexpr (kRest != 0)
-      PackedColumns<kTransB, M, kRest, N, K, BC>(o + kFull * kNc, a,
-                                                 b + kFull * kNc * kColStep, k_valid);
+    GemmPacked<DA, DB>(c, ldc, m, n, k, a, b);
   }
 }
 
-}  // namespace mm
 #endif  // PTOX_CPU_MATMUL_SIMD
 
-// o (M x N, holding the starting values) += a * b over k < k_valid; every element computed
-// (padding included). Vector builds use FMA and the blocked kernel: each element still sums in
-// increasing k, so the error stays within docs/ops.md's bound K * eps * sum |a||b|.
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void MatmulInto(Tile<DT::kF32, M, (kTransB ? BR : BC)>& o, const Tile<D, M, K>& a,
-                const Tile<D, BR, BC>& b) {
-  static_assert(IsFloatDT(D), "matmul takes float tiles (bf16 / f16 tiles hold f32 values)");
-  constexpr int N = kTransB ? BR : BC;
-  const int64_t k_valid = std::min<int64_t>(a.vc, kTransB ? b.vc : b.vr);
-  if (k_valid <= 0) return;
+}  // namespace mm
+
+// o (f32, holding the starting values) += a * b (B transposed: a * b^T) over the valid region:
+// rows < a.vr, columns < B's valid columns, k < K_valid. Operands are tiles or views.
+template <bool kTransB, typename O, typename A, typename B>
+void MatmulInto(O& o, const A& a, const B& b) {
+  static_assert(IsFloatDT(A::kDType) && IsFloatDT(B::kDType), "matmul takes float operands");
+  const int64_t k = std::min<int64_t>(a.vc, kTransB ? b.vc : b.vr);
+  const int64_t m = std::min<int64_t>(a.vr, O::kRows);
+  const int64_t n = std::min<int64_t>(kTransB ? b.vr : b.vc, O::kCols);
+  auto bs = kTransB ? mm::SrcOf(b).Transposed() : mm::SrcOf(b);
 #ifdef PTOX_CPU_MATMUL_SIMD
-  mm::MatmulIntoSimd<kTransB, M, N, K, BR, BC>(o.v, a.v, b.v, k_valid);
+  mm::Gemm(o.v, O::kCols, m, n, k, mm::SrcOf(a), bs);
 #else
-  MatmulIntoExact<kTransB, M, N, K, BR, BC>(o.v, a.v, b.v, k_valid);
+  mm::GemmExact(o.v, O::kCols, m, n, k, mm::SrcOf(a), bs);
 #endif
 }
 
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void Matmul(Ctx&, Tile<DT::kF32, M, (kTransB ? BR : BC)>& o, const Tile<D, M, K>& a,
-            const Tile<D, BR, BC>& b) {
-  std::fill(o.v, o.v + M * (kTransB ? BR : BC), 0.0f);
+template <bool kTransB, typename O, typename A, typename B>
+void Matmul(Ctx&, O& o, const A& a, const B& b) {
+  std::fill(o.v, o.v + O::kRows * O::kCols, 0.0f);
   MatmulInto<kTransB>(o, a, b);
   o.vr = a.vr;
   o.vc = kTransB ? b.vr : b.vc;
 }
 
-template <bool kTransB, DT D, int M, int K, int BR, int BC>
-void MatmulAcc(Ctx&, Tile<DT::kF32, M, (kTransB ? BR : BC)>& o,
-               const Tile<DT::kF32, M, (kTransB ? BR : BC)>& c, const Tile<D, M, K>& a,
-               const Tile<D, BR, BC>& b) {
+template <bool kTransB, typename O, typename A, typename B>
+void MatmulAcc(Ctx&, O& o, const O& c, const A& a, const B& b) {
   if (&o != &c) o = c;
   MatmulInto<kTransB>(o, a, b);
   o.vr = std::min<int64_t>(c.vr, a.vr);

@@ -141,12 +141,15 @@ Spec MatmulSpec(DType d, MatmulTiles t) {
         std::vector<Val> acc = f.For(
             int64_t{0}, kk, t.tk, {zero, zero, zero, zero, zero},
             [&](Val k, const std::vector<Val>& c) -> std::vector<Operand> {
+              // ta / tb / tbt feed only matmuls, so the CPU target reads them in place
+              // (views); the |a| |b| products go through tiles.
               Val ta = f.Load(a, {i, k}, t.tm, t.tk), tb = f.Load(b, {k, j}, t.tk, t.tn);
               Val tbt = f.Load(bt, {j, k}, t.tn, t.tk);
-              Val aa = Op1(f, "tile.abs", ta);
-              return {f.MatmulAcc(c[0], ta, tb), f.MatmulAcc(c[1], aa, Op1(f, "tile.abs", tb)),
-                      f.MatmulAcc(c[2], ta, tbt, true),
-                      f.MatmulAcc(c[3], aa, Op1(f, "tile.abs", tbt), true),
+              Val aa = Op1(f, "tile.abs", f.Load(a, {i, k}, t.tm, t.tk));
+              Val ab = Op1(f, "tile.abs", f.Load(b, {k, j}, t.tk, t.tn));
+              Val abt = Op1(f, "tile.abs", f.Load(bt, {j, k}, t.tn, t.tk));
+              return {f.MatmulAcc(c[0], ta, tb), f.MatmulAcc(c[1], aa, ab),
+                      f.MatmulAcc(c[2], ta, tbt, true), f.MatmulAcc(c[3], aa, abt, true),
                       f.Op("tile.add", {c[4], f.Matmul(ta, tb)})};
             });
         for (size_t o = 0; o < outs.size(); ++o) f.Store(acc[o], outs[o], {i, j});
@@ -172,10 +175,11 @@ std::vector<RunConfig> MatmulConfigs(DType d) {
                          {0, 5, 5}, {5, 0, 5}, {5, 5, 0}, {8, 33, 1}}, 200);
 }
 
-// Tiles that reach every path of the CPU micro-kernel (kernels/cpu/matmul.h): 36 x 288 x 264
-// packs B (36 rows = 4 full row blocks + 4), blocks K (288 > 256) and N (264 > 256, ending in a
-// partial vector); 5 x 40 x 100 reads B in place with a masked last vector; 1 x 64 x 72 is the
-// GEMV shape (4-vector blocks plus a tail).
+// Tiles that reach every path of the CPU GEMM (kernels/cpu/matmul.h): 36 x 288 x 264 packs A
+// and B (36 rows = 4 full 8- or 6-row panels + a partial one), blocks K (264 > the AVX-512 k
+// block of 256 for a 48 KiB L1) and ends N in a partial panel; 5 x 40 x 100 streams B in place
+// (and takes dot products along k for the transposed B) with partial vectors; 1 x 64 x 72 is the
+// GEMV shape.
 std::vector<RunConfig> MatmulBlockedConfigs(DType d) {
   return MatmulSizes(d, {{36, 288, 264}, {37, 300, 270}, {35, 287, 263}, {1, 1, 1}, {5, 257, 9},
                          {0, 5, 5}, {5, 0, 5}}, 300);

@@ -295,6 +295,14 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     if (family != ir::OpFamily::kDim) Check(depth);
     return;
   }
+  if (views_.count(res.get())) {
+    Line(depth, fmt::format("pc::View<{}, {}, {}> {};", DTypeEnum(rt.dtype()), rt.rows(),
+                            rt.cols(), r));
+    Line(depth, fmt::format("pc::LoadView(ctx, {}, {}, {{{}}}, {});", r, Operand(a[0]),
+                            Operands(a, 1, a.size()), where));
+    Check(depth);
+    return;
+  }
   if (!in_place_.count(res.get())) DeclareTile(depth, res, r);
   std::string call;
   switch (family) {

@@ -170,6 +170,9 @@ std::vector<std::string> CpuTarget::Flags() const {
                                     "-fno-math-errno", "-fno-trapping-math", "-fno-exceptions",
                                     "-fno-rtti", "-fvisibility=hidden", "-DNDEBUG",
                                     "-I" + KernelsRoot()};
+  // The matmul's cache blocks come from the caches this target reports (kernels/cpu/matmul.h).
+  flags.push_back("-DPTOX_CPU_L1_BYTES=" + std::to_string(caps_.l1_bytes));
+  flags.push_back("-DPTOX_CPU_L2_BYTES=" + std::to_string(caps_.l2_bytes));
 #if defined(__x86_64__)
   switch (isa_) {
     case Isa::kScalar:

@@ -71,6 +71,9 @@ class Emitter {
   // inlined value: emitted as one fused loop. Returns false when `op` is not such a root.
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
+  // ----- views (views.cc): loads feeding only matmuls read the tensor in place.
+  void PlanViews(const ir::Block& block);
+
   const ir::Func& func_;
   const analysis::TilePlan* plan_ = nullptr;  // the tiles of the task being emitted
   std::string out_;      // the orchestration (ptox_entry)
@@ -81,6 +84,7 @@ class Emitter {
   std::unordered_map<const ir::ValueNode*, std::vector<UseSite>> uses_;
   std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
+  std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
   // Tile results written straight into a loop-carried variable (declared by the loop).
   std::unordered_set<const ir::ValueNode*> in_place_;
   int fused_loops_ = 0;

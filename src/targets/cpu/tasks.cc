@@ -99,6 +99,7 @@ std::string Emitter::TensorId(const analysis::AccessSite& site) {
 
 void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   PlanFusion(s);
+  PlanViews(s.body());
   const analysis::IncoreInfo info = analysis::AnalyzeIncore(func_, s);
   const std::string k = fmt::format("ptox_task{}", tasks_++);
   std::unordered_set<const ir::ValueNode*> live(info.live_ins.size()), inside;
@@ -123,7 +124,9 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
                                 : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
   }
   // Tiles at their planned arena offsets (analysis/tile_plan; plan-memory checked the size).
-  const analysis::TilePlan plan = analysis::PlanTiles(s, &inlined_);
+  std::unordered_set<const ir::ValueNode*> unplaced = inlined_;  // no arena bytes for these
+  unplaced.insert(views_.begin(), views_.end());
+  const analysis::TilePlan plan = analysis::PlanTiles(s, &unplaced);
   if (plan.arena_bytes > 0) {
     Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
     Line(1, "if (arena == nullptr) return ctx.code();");
