@@ -177,15 +177,19 @@ void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int thr
   }
 }
 
-// The author's blocking for an M x K x N f32 matmul: 128 x 128 output tiles over 512-deep K
-// slices (A, B, packed B and C tiles together ~700 KiB, inside the 1 MiB L2; 128 x 256 x 256
-// spilled and ran 30% slower); GEMV-like M keeps every row in one tile and gives each task a
-// 512-column stripe of B.
+// The author's blocking for an M x K x N f32 matmul. Operands are read in place (views) and the
+// kernel blocks for the caches itself, so tiles only set the task grain: large output tiles
+// (256 x 1024, one 1024-deep K slice per step) pack each operand block fewer times; they shrink
+// until there are >= 8 tasks for the 2 threads. GEMV-like M (<= 16) takes whole-K column
+// stripes of >= 512 columns: long contiguous runs of each weight row stream at full bandwidth.
 // PTOX_BENCH_TILES=TMxTNxTK overrides it (for exploring the blocking).
 std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
-  int64_t tm = std::min<int64_t>(m, 128);
-  int64_t tn = std::min<int64_t>(n, m <= 16 ? 512 : 128);
-  int64_t tk = std::min<int64_t>(k, m <= 16 ? 256 : 512);
+  auto tasks = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
+  int64_t tm = std::min<int64_t>(m, m <= 16 ? 16 : 256), tn = std::min<int64_t>(n, 1024);
+  int64_t tk = std::min<int64_t>(k, m <= 16 ? k : 1024);
+  if (m <= 16) tn = std::min<int64_t>(n, std::max<int64_t>(512, (n / 8 + 15) / 16 * 16));
+  while (tasks(tm, tn) < 8 && tn > 128) tn /= 2;
+  while (tasks(tm, tn) < 8 && tm > 64) tm /= 2;
   if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
     long a = 0, b = 0, c = 0;
     if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)

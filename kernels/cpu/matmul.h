@@ -219,8 +219,12 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
 // c[kMR x kNR] (ldc apart) += a_panel * b_panel over kc. The products sum in registers from zero
 // and C is added once at the end (a reordering within the documented bound): C's lines, which
 // come from L3 or memory, are prefetched at the start and have arrived by then.
-__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a, const float* b,
-                                                       float* c, int64_t ldc) {
+// B is a packed panel (DB = f32, ldb = kNR) or, for few-row products, B itself read in place
+// (any float format, ldb = its row stride).
+template <DT DB = DT::kF32>
+__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a,
+                                                       const Unaligned<Memory<DB>>* b,
+                                                       int64_t ldb, float* c, int64_t ldc) {
   V acc[kMR][kNV];
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
@@ -232,7 +236,7 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
   for (int64_t k = 0; k < kc; ++k) {
     V bv[kNV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = Vec::Load(b + k * kNR + v * kL);
+    for (int v = 0; v < kNV; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
       const V ar = Vec::Set1(a[k * kMR + r]);
@@ -254,7 +258,7 @@ inline void EdgeKernel(int64_t kc, const float* a, const float* b, float* c, int
                        int64_t h, int64_t w) {
   alignas(64) float t[kMR * kNR] = {};
   for (int64_t r = 0; r < h; ++r) std::copy(c + r * ldc, c + r * ldc + w, t + r * kNR);
-  MicroKernel(kc, a, b, t, kNR);
+  MicroKernel(kc, a, b, kNR, t, kNR);
   for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
 }
 
@@ -278,9 +282,41 @@ void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> 
           for (int64_t ir = 0; ir < mc; ir += kMR) {
             const int64_t h = std::min<int64_t>(kMR, mc - ir);
             float* cb = c + (ic + ir) * ldc + jc + jr;
-            if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc);
+            if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, kNR, cb, ldc);
             else EdgeKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc, h, w);
           }
+        }
+      }
+    }
+  }
+}
+
+// 4 to 16 rows, B rows contiguous: A is packed (it is small), B is read in place by the
+// micro-kernel, each k block of a panel once per row panel (the second time from L1); only a
+// last panel narrower than kNR is packed. k blocks of half kKC keep the panel in L1.
+template <DT DA, DT DB>
+void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  constexpr int64_t kKB = kKC / 2;
+  const int64_t mp = (m + kMR - 1) / kMR * kMR;
+  float* ap = PackBuffer(1, kKB * mp);
+  float* bp = PackBuffer(0, kKB * kNR);
+  for (int64_t pc = 0; pc < k; pc += kKB) {
+    const int64_t kc = std::min<int64_t>(kKB, k - pc);
+    PackA<DA>(ap, a.Offset(0, pc), m, kc);
+    for (int64_t jr = 0; jr < n; jr += kNR) {
+      const int64_t w = std::min<int64_t>(kNR, n - jr);
+      const Src<DB> bj = b.Offset(pc, jr);
+      if (w < kNR) PackB<DB>(bp, bj, kc, w);
+      for (int64_t ir = 0; ir < m; ir += kMR) {
+        const int64_t h = std::min<int64_t>(kMR, m - ir);
+        float* cb = c + ir * ldc + jr;
+        if (w < kNR) EdgeKernel(kc, ap + ir * kc, bp, cb, ldc, h, w);
+        else if (h == kMR) MicroKernel<DB>(kc, ap + ir * kc, bj.p, b.rs, cb, ldc);
+        else {  // partial row panel: through a scratch block, as EdgeKernel
+          alignas(64) float t[kMR * kNR] = {};
+          for (int64_t r = 0; r < h; ++r) std::copy(cb + r * ldc, cb + r * ldc + kNR, t + r * kNR);
+          MicroKernel<DB>(kc, ap + ir * kc, bj.p, b.rs, t, kNR);
+          for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + kNR, cb + r * ldc);
         }
       }
     }
@@ -383,8 +419,10 @@ constexpr int64_t kStreamMaxRows = 16;
 template <DT DA, DT DB>
 void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
   if (m <= 0 || n <= 0 || k <= 0) return;
-  if (m <= kStreamMaxRows && b.cs == 1) {
+  if (m < 4 && b.cs == 1) {
     StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
+  } else if (m <= kStreamMaxRows && b.cs == 1) {
+    GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
   } else if (m <= kStreamMaxRows && b.rs == 1 && a.cs == 1) {
     DotRows<DA, DB>(c, ldc, m, n, k, a, b);
   } else {

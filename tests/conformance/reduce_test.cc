@@ -178,14 +178,18 @@ std::vector<RunConfig> MatmulConfigs(DType d) {
 // Tiles that reach every path of the CPU GEMM (kernels/cpu/matmul.h): 36 x 288 x 264 packs A
 // and B (36 rows = 4 full 8- or 6-row panels + a partial one), blocks K (264 > the AVX-512 k
 // block of 256 for a 48 KiB L1) and ends N in a partial panel; 5 x 40 x 100 streams B in place
-// (and takes dot products along k for the transposed B) with partial vectors; 1 x 64 x 72 is the
-// GEMV shape.
+// (and takes dot products along k for the transposed B) with partial vectors; 16 x 100 x 150
+// packs only A and reads B in place in the micro-kernel (full and partial row and column
+// panels, two k blocks on AVX-512); 1 x 64 x 72 is the GEMV shape.
 std::vector<RunConfig> MatmulBlockedConfigs(DType d) {
   return MatmulSizes(d, {{36, 288, 264}, {37, 300, 270}, {35, 287, 263}, {1, 1, 1}, {5, 257, 9},
                          {0, 5, 5}, {5, 0, 5}}, 300);
 }
 std::vector<RunConfig> MatmulNarrowConfigs(DType d) {
   return MatmulSizes(d, {{5, 40, 100}, {4, 39, 99}, {11, 81, 201}, {1, 1, 1}, {3, 0, 7}}, 400);
+}
+std::vector<RunConfig> MatmulRowsConfigs(DType d) {
+  return MatmulSizes(d, {{16, 150, 100}, {13, 301, 99}, {9, 7, 49}, {1, 1, 1}}, 450);
 }
 std::vector<RunConfig> MatmulGemvConfigs(DType d) {
   return MatmulSizes(d, {{1, 64, 72}, {1, 63, 71}, {2, 130, 145}, {1, 1, 1}}, 500);
@@ -252,6 +256,8 @@ const std::vector<Family>& Families() {
        [](DType d) { return MatmulSpec(d, {36, 288, 264, "_blocked"}); }, MatmulBlockedConfigs},
       {"matmul_narrow", kFloats, [](DType d) { return MatmulSpec(d, {5, 40, 100, "_narrow"}); },
        MatmulNarrowConfigs},
+      {"matmul_rows", kFloats, [](DType d) { return MatmulSpec(d, {16, 100, 150, "_rows"}); },
+       MatmulRowsConfigs},
       {"matmul_gemv", kFloats, [](DType d) { return MatmulSpec(d, {1, 64, 72, "_gemv"}); },
        MatmulGemvConfigs},
       {"matmul_epilogue", kFloats, MatmulEpilogueSpec, MatmulEpilogueConfigs},
