@@ -17,6 +17,9 @@ struct Capabilities {
   int64_t l2_bytes = 1 << 20;
   // The most bytes of tiles one incore scope may hold (plan-memory rejects more).
   int64_t onchip_budget_bytes = 256 << 10;
+  // Matmuls read tile.load operands straight from the tensor (analysis/matmul_operands), so
+  // those loads take no on-chip bytes.
+  bool matmul_operands_in_place = false;
 };
 
 // Everything a pass may read besides the module.

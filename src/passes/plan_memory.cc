@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/matmul_operands.h"
 #include "analysis/tile_plan.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -59,7 +60,9 @@ class Planner {
   }
 
   ir::StmtRef Scope(const ir::IncoreStmt& scope) {
-    const analysis::TilePlan plan = analysis::PlanTiles(scope);
+    std::unordered_set<const ir::ValueNode*> in_place;
+    if (caps_.matmul_operands_in_place) in_place = analysis::InPlaceMatmulOperands(scope.body());
+    const analysis::TilePlan plan = analysis::PlanTiles(scope, &in_place);
     PTOX_CHECK(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
         << "incore scope needs " << plan.arena_bytes << " bytes of tiles (largest: "
         << LargestTiles(scope.body()) << "), over the target's on-chip budget of "

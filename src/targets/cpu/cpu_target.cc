@@ -130,6 +130,7 @@ CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
   // Tiles live in a per-worker heap arena (kernels/cpu/core.h Arena): the budget bounds that
   // arena, not a cache; tiling heuristics size tiles from l2_bytes.
   caps_.onchip_budget_bytes = int64_t{32} << 20;
+  caps_.matmul_operands_in_place = true;  // codegen emits pc::View for them
 }
 
 std::string_view CpuTarget::name() const {

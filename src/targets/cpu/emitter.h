@@ -71,9 +71,6 @@ class Emitter {
   // inlined value: emitted as one fused loop. Returns false when `op` is not such a root.
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
-  // ----- views (views.cc): loads feeding only matmuls read the tensor in place.
-  void PlanViews(const ir::Block& block);
-
   const ir::Func& func_;
   const analysis::TilePlan* plan_ = nullptr;  // the tiles of the task being emitted
   std::string out_;      // the orchestration (ptox_entry)

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analysis/incore_info.h"
+#include "analysis/matmul_operands.h"
 #include "targets/cpu/emitter.h"
 
 namespace ptox::targets::cpu {
@@ -99,7 +100,7 @@ std::string Emitter::TensorId(const analysis::AccessSite& site) {
 
 void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   PlanFusion(s);
-  PlanViews(s.body());
+  views_ = analysis::InPlaceMatmulOperands(s.body());  // emitted as pc::View
   const analysis::IncoreInfo info = analysis::AnalyzeIncore(func_, s);
   const std::string k = fmt::format("ptox_task{}", tasks_++);
   std::unordered_set<const ir::ValueNode*> live(info.live_ins.size()), inside;
