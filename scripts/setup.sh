@@ -16,7 +16,7 @@ packages=(
 )
 
 # `setup.sh --bench` adds what the benchmarks compare against (torch for bench/tensor_bench).
-[ "${1:-}" = "--bench" ] && packages+=(python3-torch)
+[ "${1:-}" = "--bench" ] && packages+=(python3-torch python3-matplotlib)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -157,14 +157,15 @@ constexpr int64_t kMC =
     std::clamp<int64_t>(PTOX_CPU_L2_BYTES / 2 / (kKC * 4) / kMR * kMR, kMR, 4096 / kMR * kMR);
 constexpr int64_t kNC = 4096;  // B blocks beyond this width are packed in pieces
 
-// Packing buffers, one per worker thread, grown to the largest block it has packed.
+// Packing buffers (B and A blocks, and the bf16 path's pair blocks), one set per worker
+// thread, grown to the largest block it has packed.
 inline float* PackBuffer(int which, int64_t floats) {
   struct Buf {
     float* p = nullptr;
     int64_t n = 0;
     ~Buf() { std::free(p); }
   };
-  thread_local Buf bufs[2];
+  thread_local Buf bufs[4];
   Buf& b = bufs[which];
   if (floats > b.n) {
     std::free(b.p);
@@ -262,10 +263,26 @@ inline void EdgeKernel(int64_t kc, const float* a, const float* b, float* c, int
   for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
 }
 
-// The packed path (BLIS loop order jc, pc, ic, jr, ir): each element sums its k blocks in order.
+// One packed mc x kc block of A times one packed kc x nc block of B into C (loops jr, ir: a
+// panel of B stays in L1 while A's panels stream from L2).
+inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, const float* bp,
+                        float* c, int64_t ldc) {
+  for (int64_t jr = 0; jr < nc; jr += kNR) {
+    const int64_t w = std::min<int64_t>(kNR, nc - jr);
+    for (int64_t ir = 0; ir < mc; ir += kMR) {
+      const int64_t h = std::min<int64_t>(kMR, mc - ir);
+      float* cb = c + ir * ldc + jr;
+      if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, kNR, cb, ldc);
+      else EdgeKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc, h, w);
+    }
+  }
+}
+
+// The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
+// blocks in order.
 template <DT DA, DT DB>
 void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
-  const int64_t nc_max = std::min<int64_t>(kNC, (n + kNR - 1) / kNR * kNR);
+  const int64_t nc_max = (std::min<int64_t>(kNC, n) + kNR - 1) / kNR * kNR;
   const int64_t mc_max = std::min<int64_t>(kMC, (m + kMR - 1) / kMR * kMR);
   float* bp = PackBuffer(0, kKC * nc_max);
   float* ap = PackBuffer(1, kKC * mc_max);
@@ -277,19 +294,19 @@ void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> 
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
         PackA<DA>(ap, a.Offset(ic, pc), mc, kc);
-        for (int64_t jr = 0; jr < nc; jr += kNR) {
-          const int64_t w = std::min<int64_t>(kNR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
-            const int64_t h = std::min<int64_t>(kMR, mc - ir);
-            float* cb = c + (ic + ir) * ldc + jc + jr;
-            if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, kNR, cb, ldc);
-            else EdgeKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc, h, w);
-          }
-        }
+        MacroKernel(kc, mc, nc, ap, bp, c + ic * ldc + jc, ldc);
       }
     }
   }
 }
+
+}  // namespace mm
+}  // namespace ptox::cpu
+
+#include "kernels/cpu/matmul_bf16.h"
+
+namespace ptox::cpu {
+namespace mm {
 
 // 4 to 16 rows, B rows contiguous: A is packed (it is small), B is read in place by the
 // micro-kernel, each k block of a panel once per row panel (the second time from L1); only a
@@ -426,6 +443,9 @@ void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src
   } else if (m <= kStreamMaxRows && b.rs == 1 && a.cs == 1) {
     DotRows<DA, DB>(c, ldc, m, n, k, a, b);
   } else {
+#ifdef PTOX_CPU_MATMUL_BF16
+    if constexpr (DA == DT::kBF16 && DB == DT::kBF16) return GemmPackedDp(c, ldc, m, n, k, a, b);
+#endif
     GemmPacked<DA, DB>(c, ldc, m, n, k, a, b);
   }
 }

@@ -191,6 +191,10 @@ std::vector<RunConfig> MatmulNarrowConfigs(DType d) {
 std::vector<RunConfig> MatmulRowsConfigs(DType d) {
   return MatmulSizes(d, {{16, 150, 100}, {13, 301, 99}, {9, 7, 49}, {1, 1, 1}}, 450);
 }
+// Tiles wider than the GEMM's 4096-column B block: two column blocks, the second partial.
+std::vector<RunConfig> MatmulWideConfigs(DType d) {
+  return MatmulSizes(d, {{20, 40, 4200}, {17, 33, 4150}}, 480);
+}
 std::vector<RunConfig> MatmulGemvConfigs(DType d) {
   return MatmulSizes(d, {{1, 64, 72}, {1, 63, 71}, {2, 130, 145}, {1, 1, 1}}, 500);
 }
@@ -258,6 +262,8 @@ const std::vector<Family>& Families() {
        MatmulNarrowConfigs},
       {"matmul_rows", kFloats, [](DType d) { return MatmulSpec(d, {16, 100, 150, "_rows"}); },
        MatmulRowsConfigs},
+      {"matmul_wide", kFloats, [](DType d) { return MatmulSpec(d, {20, 4200, 40, "_wide"}); },
+       MatmulWideConfigs},
       {"matmul_gemv", kFloats, [](DType d) { return MatmulSpec(d, {1, 64, 72, "_gemv"}); },
        MatmulGemvConfigs},
       {"matmul_epilogue", kFloats, MatmulEpilogueSpec, MatmulEpilogueConfigs},

@@ -183,9 +183,13 @@ std::vector<std::string> CpuTarget::Flags() const {
     case Isa::kAvx2:
       flags.insert(flags.end(), {"-march=x86-64-v3", "-mprefer-vector-width=256"});
       break;
-    case Isa::kAvx512:
+    case Isa::kAvx512: {
       flags.insert(flags.end(), {"-march=x86-64-v4", "-mprefer-vector-width=512"});
+      // bf16 dot products for bf16 matmuls (kernels/cpu/matmul_bf16.h) where the host has them.
+      static const CpuFeatures f = ::ptox::Detect();
+      if (f.avx512_bf16 && f.os_zmm) flags.push_back("-mavx512bf16");
       break;
+    }
   }
 #endif
   return flags;
