@@ -45,31 +45,40 @@ inline bool PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<ui
 inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
   const int64_t kp = (kc + 1) / 2;
   bool ok = true;
-  for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
-    const int64_t w = std::min<int64_t>(kNR, nc - j0);
-    for (int64_t p = 0; p < kp; ++p) {
-      const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs + j0;
-      ok &= PairRow(dst + j0 * kp + p * kNR, r0, 2 * p + 1 < kc ? r0 + b.rs : nullptr, w);
-    }
+  for (int64_t p = 0; p < kp; ++p) {  // row-major reads: long runs the prefetchers follow
+    const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
+    const Unaligned<uint16_t>* r1 = 2 * p + 1 < kc ? r0 + b.rs : nullptr;
+    for (int64_t j0 = 0; j0 < nc; j0 += kNR)
+      ok &= PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
+                    std::min<int64_t>(kNR, nc - j0));
   }
   return ok;
 }
 
 // A rows [0, mc) x cols [0, kc) into kMR-row panels of ceil(kc / 2) pairs each (pair-major).
+// With contiguous rows a pair is one 32-bit word of the row (little-endian: k in the low half).
 inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
-  const int64_t kp = (kc + 1) / 2;
-  uint32_t bad = 0;
-  auto unsafe = [](uint16_t x) { return (x & 0x7fff) != 0 && (x & 0x7fff) < (77 << 7); };
+  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
+  __mmask16 bad = 0;
   for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
     const int64_t h = std::min<int64_t>(kMR, mc - i0);
     Pair* panel = dst + i0 * kp;
     if (h < kMR) std::fill(panel, panel + kp * kMR, Pair{0});
     for (int64_t r = 0; r < h; ++r) {
       const Unaligned<uint16_t>* row = a.p + (i0 + r) * a.rs;
-      for (int64_t p = 0; p < kp; ++p) {
+      int64_t p = 0;
+      if (a.cs == 1) {
+        for (int64_t k = 0; k < kc; k += kL) {  // the range check, kL elements at a time
+          const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(kL, kc - k)) - 1);
+          bad |= Unsafe(_mm256_maskz_loadu_epi16(m, row + k));
+        }
+        const auto* words = reinterpret_cast<const Unaligned<Pair>*>(row);
+        for (; p < kfull; ++p) panel[p * kMR + r] = words[p];
+      }
+      for (; p < kp; ++p) {
         const uint16_t lo = row[2 * p * a.cs];
         const uint16_t hi = 2 * p + 1 < kc ? row[(2 * p + 1) * a.cs] : uint16_t{0};
-        bad |= unsafe(lo) | unsafe(hi);
+        bad |= Unsafe(_mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
         panel[p * kMR + r] = lo | Pair{hi} << 16;
       }
     }

@@ -31,6 +31,8 @@ enum class Values {
   kNonZero,  // kSmall without zeros (integer divisors)
   kReduce,   // all-negative rows and columns, ties, +-0 rows, one NaN / Inf in a few rows and
              // columns, no value whose sum could overflow (so reordered sums keep their class)
+  kReduceNormal,  // kReduce without subnormals: the inputs on which the CPU's bf16 matmul
+                  // takes its dot-product instructions (kernels/cpu/matmul_bf16.h)
 };
 // Generates the bytes of element (r, c) of a tensor of `dtype` into `out`.
 void GenerateValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& rng, char* out);

@@ -112,7 +112,7 @@ struct MatmulTiles {
 
 // C = A * B over K tiles with matmul_acc (and with transpose_b against Bt = B^T), and as a sum of
 // per-tile matmul products; each with the same product of |A| and |B| for its error bound.
-Spec MatmulSpec(DType d, MatmulTiles t) {
+Spec MatmulSpec(DType d, MatmulTiles t, Values values = Values::kReduce) {
   const std::string name = "matmul" + std::string(t.tag) + "_" + std::string(DTypeName(d));
   FunctionBuilder f(name);
   Spec spec;
@@ -121,7 +121,7 @@ Spec MatmulSpec(DType d, MatmulTiles t) {
   Val a = f.Param("a", ParamDirection::kIn, d, {M, K});
   Val b = f.Param("b", ParamDirection::kIn, d, {K, N});
   Val bt = f.Param("bt", ParamDirection::kIn, d, {N, K});
-  spec.values = {{"a", Values::kReduce}, {"b", Values::kReduce}, {"bt", Values::kReduce}};
+  spec.values = {{"a", values}, {"b", values}, {"bt", values}};
   const std::vector<std::string> names = {"c", "c_abs", "ct", "ct_abs", "cp"};
   std::vector<Val> outs;
   for (const std::string& o : names)
@@ -195,6 +195,11 @@ std::vector<RunConfig> MatmulRowsConfigs(DType d) {
 std::vector<RunConfig> MatmulWideConfigs(DType d) {
   return MatmulSizes(d, {{20, 40, 4200}, {17, 33, 4150}}, 480);
 }
+// Without subnormals bf16 products take AVX512_BF16 dot products where the host has them:
+// packed pairs with an odd K, partial panels, 4..16-row and larger blocks.
+std::vector<RunConfig> MatmulDpConfigs(DType d) {
+  return MatmulSizes(d, {{36, 101, 130}, {9, 64, 49}, {40, 1, 3}, {17, 300, 97}}, 490);
+}
 std::vector<RunConfig> MatmulGemvConfigs(DType d) {
   return MatmulSizes(d, {{1, 64, 72}, {1, 63, 71}, {2, 130, 145}, {1, 1, 1}}, 500);
 }
@@ -260,10 +265,13 @@ const std::vector<Family>& Families() {
        [](DType d) { return MatmulSpec(d, {36, 288, 264, "_blocked"}); }, MatmulBlockedConfigs},
       {"matmul_narrow", kFloats, [](DType d) { return MatmulSpec(d, {5, 40, 100, "_narrow"}); },
        MatmulNarrowConfigs},
-      {"matmul_rows", kFloats, [](DType d) { return MatmulSpec(d, {16, 100, 150, "_rows"}); },
+      {"matmul_rows", kFloats, [](DType d) { return MatmulSpec(d, {16, 150, 100, "_rows"}); },
        MatmulRowsConfigs},
-      {"matmul_wide", kFloats, [](DType d) { return MatmulSpec(d, {20, 4200, 40, "_wide"}); },
+      {"matmul_wide", kFloats, [](DType d) { return MatmulSpec(d, {20, 40, 4200, "_wide"}); },
        MatmulWideConfigs},
+      {"matmul_dp", kFloats,
+       [](DType d) { return MatmulSpec(d, {36, 100, 130, "_dp"}, Values::kReduceNormal); },
+       MatmulDpConfigs},
       {"matmul_gemv", kFloats, [](DType d) { return MatmulSpec(d, {1, 64, 72, "_gemv"}); },
        MatmulGemvConfigs},
       {"matmul_epilogue", kFloats, MatmulEpilogueSpec, MatmulEpilogueConfigs},

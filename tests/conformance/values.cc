@@ -89,9 +89,11 @@ void GeneralFloat(DType dtype, bool nan_ok, std::mt19937& rng, char* out) {
 // c % 7 == 3, one +Inf in rows r % 7 == 5, one -Inf in columns c % 7 == 5, some subnormals.
 // No Inf of both signs meets in one line and nothing can overflow, so every order of summation
 // gives the same class of result.
-void ReduceFloat(DType dtype, int64_t r, int64_t c, std::mt19937& rng, char* out) {
+void ReduceFloat(DType dtype, int64_t r, int64_t c, bool subnormals, std::mt19937& rng,
+                 char* out) {
   float v = std::normal_distribution<float>(0.0f, 2.0f)(rng);
-  if (std::uniform_int_distribution<int>(0, 15)(rng) == 0) v = v < 0 ? -1e-40f : 1e-40f;
+  if (subnormals && std::uniform_int_distribution<int>(0, 15)(rng) == 0)
+    v = v < 0 ? -1e-40f : 1e-40f;
   if (r % 5 == 4) v = std::nearbyint(v);
   if (r % 4 == 1 || c % 4 == 1) v = -(std::fabs(v) + 0.5f);
   if (r % 6 == 2 || c % 6 == 2) v = (rng() & 1) ? 0.0f : -0.0f;
@@ -122,7 +124,8 @@ int64_t IntValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& r
       if (dice(rng) <= 2) return Pick(rng, edges, std::size(edges));
       return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
     }
-    case Values::kReduce: {
+    case Values::kReduce:
+    case Values::kReduceNormal: {
       const int64_t lim = dtype == DType::kI8 ? 1 : 1000;
       int64_t v = std::uniform_int_distribution<int64_t>(-lim, lim)(rng);
       if (r % 4 == 1 || c % 4 == 1) v = -(v < 0 ? -v : v) - 1;
@@ -150,8 +153,8 @@ int64_t IntValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& r
 
 void GenerateValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& rng, char* out) {
   if (IsFloat(dtype)) {
-    if (kind == Values::kReduce)
-      ReduceFloat(dtype, r, c, rng, out);
+    if (kind == Values::kReduce || kind == Values::kReduceNormal)
+      ReduceFloat(dtype, r, c, kind == Values::kReduce, rng, out);
     else
       GeneralFloat(dtype,
                    kind == Values::kNaNEven   ? (r + c) % 2 == 0
