@@ -406,8 +406,14 @@ void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
   SetThreads(threads);
   OnednnSwiglu dnn(m, d, f, x, wg, wu, wd, yref);
   Record({"swiglu", shape, "onednn", "GFLOP/s", threads, flops, TimeIt([&] { dnn.Run(); })});
+  // Tiles: all M rows, 512-column stripes, K in 1024-deep slices (operands are read in place).
   std::map<std::string, std::string> vars = {{"TM", std::to_string(std::min<int64_t>(m, 128))},
-                                             {"TN", "256"}, {"TK", "256"}};
+                                             {"TN", "512"}, {"TK", "1024"}};
+  if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
+    long a = 0, b = 0, c = 0;
+    if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)
+      vars = {{"TM", std::to_string(a)}, {"TN", std::to_string(b)}, {"TK", std::to_string(c)}};
+  }
   ptox::Program p = Parse(Sub(kSwiglu, vars));
   auto t = [](std::vector<uint16_t>& v, int64_t r, int64_t c) {
     return ptox::Tensor::Contiguous(v.data(), ptox::DType::kBF16, {r, c});
