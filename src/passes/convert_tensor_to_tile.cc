@@ -8,8 +8,9 @@
 //
 // Tile shapes come from the target's capabilities, never its name: elementwise groups size
 // tiles so the values live at once fit the on-chip budget; row groups hold whole rows (the last
-// dim must be static); matmul tiles are the largest square T (K slice 4T) whose A, B, packed-B
-// and C tiles fit in L2. Partial tiles at the end of every dim (static or symbolic) are handled
+// dim must be static); matmul tiles set the task grain where the target reads matmul operands
+// in place, else they are the largest square T (K slice 4T) whose A, B, packed-B and C tiles
+// fit in L2. Partial tiles at the end of every dim (static or symbolic) are handled
 // by the tiles' valid regions. Requires: no composites. Establishes: no tensor ops except
 // tensor.empty and tensor.dim. Complexity: O(ops) per group.
 #include "passes/convert_tensor_to_tile.h"
@@ -367,16 +368,31 @@ class Converter {
     });
   }
 
-  // Matmul tiles: M x N outputs of T x T with K slices of 4T, T the largest power of two with
-  // A, B, packed B (T x 4T each) and C (T x T) f32 tiles inside L2; skinny M (<= 16) keeps all
-  // rows in one tile and takes 512-wide column stripes over 256-deep K slices.
+  // Matmul tiles. Where the target reads matmul operands in place (its kernel packs and blocks
+  // them for the caches itself), tiles only set the task grain and how often each operand block
+  // is packed: 256 x 512 outputs over 1024-deep K slices, shrunk while a static problem has
+  // fewer than 16 tiles (work for every core); skinny M (<= 16) keeps all rows and takes whole-K
+  // column stripes of >= 512 (long runs of each weight row stream at full bandwidth).
+  // Otherwise the A, B, packed B (T x 4T each) and C (T x T) f32 tiles must fit in L2: T x T
+  // outputs, T the largest such power of two, K slices of 4T; skinny M takes 512-wide stripes
+  // over 256-deep slices.
   Tiling MatmulTiling(int64_t m, int64_t n, int64_t k, int64_t* tk) const {
-    int64_t tile = 16;
-    const int64_t fit = std::min(caps_.l2_bytes, caps_.onchip_budget_bytes);
-    while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= fit) tile *= 2;
-    Tiling t{tile, tile};
-    *tk = 4 * tile;
-    if (m > 0 && m <= 16) t = {m, 512}, *tk = 256;
+    Tiling t{256, 512};
+    *tk = 1024;
+    if (caps_.matmul_operands_in_place) {
+      if (m > 0 && m <= 16) t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512},
+                            *tk = k > 0 ? k : 4096;
+      auto tiles = [&] { return ((m + t.rows - 1) / t.rows) * ((n + t.cols - 1) / t.cols); };
+      while (m > 0 && n > 0 && tiles() < 16 && t.cols > 64) t.cols /= 2;
+      while (m > 16 && n > 0 && tiles() < 16 && t.rows > 64) t.rows /= 2;
+    } else {
+      int64_t tile = 16;
+      const int64_t fit = std::min(caps_.l2_bytes, caps_.onchip_budget_bytes);
+      while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= fit) tile *= 2;
+      t = {tile, tile};
+      *tk = 4 * tile;
+      if (m > 0 && m <= 16) t = {m, 512}, *tk = 256;
+    }
     if (m > 0) t.rows = std::min(t.rows, m);
     if (n > 0) t.cols = std::min(t.cols, n);
     if (k > 0) *tk = std::min(*tk, k);
