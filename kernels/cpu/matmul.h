@@ -302,14 +302,6 @@ void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> 
   }
 }
 
-}  // namespace mm
-}  // namespace ptox::cpu
-
-#include "kernels/cpu/matmul_bf16.h"
-
-namespace ptox::cpu {
-namespace mm {
-
 // 4 to 16 rows, B rows contiguous: A is packed (it is small), B is read in place by the
 // micro-kernel, each k block of a panel once per row panel (the second time from L1); only a
 // last panel narrower than kNR is packed. k blocks of half kKC keep the panel in L1.
@@ -431,6 +423,14 @@ void DotRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, 
   }
 }
 
+}  // namespace mm
+}  // namespace ptox::cpu
+
+#include "kernels/cpu/matmul_bf16.h"
+
+namespace ptox::cpu {
+namespace mm {
+
 // Products with fewer rows than this stream B in place: packing B would cost about as much as
 // the product when each element of B meets only a few rows of A.
 constexpr int64_t kStreamMaxRows = 16;
@@ -439,9 +439,10 @@ template <DT DA, DT DB>
 void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
   if (m <= 0 || n <= 0 || k <= 0) return;
 #ifdef PTOX_CPU_MATMUL_BF16
-  // bf16 pairs pack at ~0.1 cycle per element, less than the dot products of even 4 rows cost.
-  if constexpr (DA == DT::kBF16 && DB == DT::kBF16)
-    if (m >= 4 && b.cs == 1) return GemmPackedDp(c, ldc, m, n, k, a, b);
+  if constexpr (DA == DT::kBF16 && DB == DT::kBF16) {
+    if (m >= 4 && m <= kStreamMaxRows && b.cs == 1) return StreamRowsDp(c, ldc, m, n, k, a, b);
+    if (m > kStreamMaxRows && b.cs == 1) return GemmPackedDp(c, ldc, m, n, k, a, b);
+  }
 #endif
   if (m < 4 && b.cs == 1) {
     StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
