@@ -55,15 +55,17 @@ inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
   return ok;
 }
 
-// A rows [0, mc) x cols [0, kc) into kMR-row panels of ceil(kc / 2) pairs each (pair-major).
-// With contiguous rows a pair is one 32-bit word of the row (little-endian: k in the low half).
+// A rows [0, mc) x cols [0, kc) into kH-row panels (kMR: the micro-kernel's) of ceil(kc / 2)
+// pairs each (pair-major). With contiguous rows a pair is one 32-bit word of the row
+// (little-endian: k in the low half).
+template <int kH = kMR>
 inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
   const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
   __mmask16 bad = 0;
-  for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
-    const int64_t h = std::min<int64_t>(kMR, mc - i0);
+  for (int64_t i0 = 0; i0 < mc; i0 += kH) {
+    const int64_t h = std::min<int64_t>(kH, mc - i0);
     Pair* panel = dst + i0 * kp;
-    if (h < kMR) std::fill(panel, panel + kp * kMR, Pair{0});
+    if (h < kH) std::fill(panel, panel + kp * kH, Pair{0});
     for (int64_t r = 0; r < h; ++r) {
       const Unaligned<uint16_t>* row = a.p + (i0 + r) * a.rs;
       int64_t p = 0;
@@ -73,13 +75,13 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
           bad |= Unsafe(_mm256_maskz_loadu_epi16(m, row + k));
         }
         const auto* words = reinterpret_cast<const Unaligned<Pair>*>(row);
-        for (; p < kfull; ++p) panel[p * kMR + r] = words[p];
+        for (; p < kfull; ++p) panel[p * kH + r] = words[p];
       }
       for (; p < kp; ++p) {
         const uint16_t lo = row[2 * p * a.cs];
         const uint16_t hi = 2 * p + 1 < kc ? row[(2 * p + 1) * a.cs] : uint16_t{0};
         bad |= Unsafe(_mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
-        panel[p * kMR + r] = lo | Pair{hi} << 16;
+        panel[p * kH + r] = lo | Pair{hi} << 16;
       }
     }
   }
@@ -145,6 +147,7 @@ inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, co
 // is recomputed by the f32 path, exact about subnormals. Packing B would cost more than these
 // few rows' dot products.
 constexpr int64_t kStrip = 2 * kL;  // columns per pair of accumulator vectors
+constexpr int kStreamRowsMax = 16;  // A packed as one panel of this many rows
 
 inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const Pair* ap,
                           const Unaligned<uint16_t>* b, int64_t ldb) {
@@ -173,11 +176,11 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
       const __m512bh lo23 = (__m512bh)_mm512_unpacklo_epi16(x2, x3);
       const __m512bh hi23 = (__m512bh)_mm512_unpackhi_epi16(x2, x3);
       float* acc = scratch + j;
+#pragma GCC unroll 4
       for (int64_t r = 0; r < m; ++r) {
-        const Pair* ar = ap + (r / kMR) * kp * kMR + p * kMR + r % kMR;
+        const Pair* ar = ap + p * kStreamRowsMax + r;  // the last pair row is zero past kp
         const __m512bh a01 = (__m512bh)_mm512_set1_epi32(static_cast<int>(ar[0]));
-        const __m512bh a23 =
-            (__m512bh)_mm512_set1_epi32(p + 1 < kp ? static_cast<int>(ar[kMR]) : 0);
+        const __m512bh a23 = (__m512bh)_mm512_set1_epi32(static_cast<int>(ar[kStreamRowsMax]));
         float* c = acc + r * strips * kStrip;
         __m512 lo = _mm512_loadu_ps(c), hi = _mm512_loadu_ps(c + kL);
         lo = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo, a01, lo01), a23, lo23);
@@ -192,9 +195,10 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
 
 inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                          Src<DT::kBF16> a, Src<DT::kBF16> b) {
-  const int64_t kp = (k + 1) / 2, mp = (m + kMR - 1) / kMR * kMR;
-  auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, kp * mp));
-  const bool a_ok = PackAPairs(ap, a, m, k);
+  const int64_t kp = (k + 1) / 2;
+  auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, (kp + 1) * kStreamRowsMax));
+  const bool a_ok = PackAPairs<kStreamRowsMax>(ap, a, m, k);
+  std::fill(ap + kp * kStreamRowsMax, ap + (kp + 1) * kStreamRowsMax, Pair{0});
   // Column blocks whose scratch fills half the L1.
   const int64_t cols = std::max<int64_t>(PTOX_CPU_L1_BYTES / 2 / 4 / m / kStrip * kStrip, kStrip);
   float* scratch = PackBuffer(2, m * cols);
