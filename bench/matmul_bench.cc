@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <immintrin.h>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "ptox/ptox.h"
+#include "support/fma_peak.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
@@ -67,20 +67,6 @@ void Record(Row r) {
 
 // ---- Ceilings -----------------------------------------------------------------------------------
 
-// 24 independent zmm FMA chains: enough to cover latency x throughput on Zen 4 / Zen 5 and Intel.
-__attribute__((noinline, target("avx512f"))) float FmaLoop(int64_t n) {
-  __m512 acc[24];
-  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
-  for (int64_t i = 0; i < n; ++i) {
-#pragma GCC unroll 24
-    for (int j = 0; j < 24; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < 24; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
-}
-
 // Runs fn(thread index) on `threads` threads at once.
 void Parallel(int threads, const std::function<void(int)>& fn) {
   std::vector<std::thread> ts;
@@ -90,11 +76,16 @@ void Parallel(int threads, const std::function<void(int)>& fn) {
 }
 
 void MeasureFmaPeak(int threads) {
-  const int64_t n = 20'000'000;
-  volatile float sink = 0;
-  Row r{"ceiling", "FMA peak (24 zmm chains)", "fma-loop", "GFLOP/s", threads,
-        2.0 * 16 * 24 * n * threads, {}};
-  r.s = TimeIt([&] { Parallel(threads, [&](int) { sink = sink + FmaLoop(n); }); });
+  const ptox::FmaKernel k = ptox::BestFmaKernel();
+  const int64_t n = ptox::FmaIterations(k);
+  Row r{"ceiling",
+        "FMA peak (" + std::to_string(ptox::kFmaChains) + " chains, " + std::string(k.isa) + ")",
+        "fma-loop",
+        "GFLOP/s",
+        threads,
+        2.0 * k.lanes * ptox::kFmaChains * n * threads,
+        {}};
+  r.s = TimeIt([&] { ptox::RunFmaOnThreads(k, threads, n); });
   Record(r);
 }
 

@@ -1,7 +1,6 @@
 // Task runtime benchmark: FMA peak (the ceiling, same run), a compute-bound tiled matmul through
 // ptox::Run on 1 and 2 worker threads (GFLOP/s, % of peak, scaling), per-task overhead.
 #include "bench/bench_util.h"
-#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 
 #include "ptox/ptox.h"
 #include "runtime/task_graph.h"
+#include "support/fma_peak.h"
 
 namespace {
 
@@ -37,57 +37,13 @@ struct Row {
   std::string note;  // e.g. "% of peak", ratios
 };
 
-// ---- Ceiling: register-blocked FMA loops -------------------------------------------------------
-
-constexpr int64_t kFmaIters = 20'000'000;
-
-// 12 independent accumulators cover FMA latency x throughput (4 cycles x 2 pipes) with room.
-__attribute__((target("avx512f"), noinline)) float FmaLoop512(int64_t iters) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
-  const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  __m512 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
-}
-
-__attribute__((target("avx2,fma"), noinline)) float FmaLoop256(int64_t iters) {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
-  const __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  __m256 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[7];
-}
-
-struct FmaKernel {
-  const char* isa;
-  int lanes;
-  float (*fn)(int64_t);
-};
-FmaKernel BestFma() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {"avx512", 16, &FmaLoop512};
-  return {"avx2", 8, &FmaLoop256};
-}
-
-std::atomic<float> g_sink{0};
+// ---- Ceiling: register-blocked FMA loops (src/support/fma_peak.h) -----------------------------
 
 // GFLOP/s of `threads` threads each running the FMA loop at once.
-Row MeasureFma(const FmaKernel& k, int threads) {
-  const double flops = 2.0 * k.lanes * 12 * kFmaIters * threads;
-  Stats s = TimeIt([&] {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&] { g_sink.store(k.fn(kFmaIters), std::memory_order_relaxed); });
-    for (std::thread& t : pool) t.join();
-  });
+Row MeasureFma(const ptox::FmaKernel& k, int threads) {
+  const int64_t iters = ptox::FmaIterations(k);
+  double flops = 0;
+  Stats s = TimeIt([&] { flops = ptox::RunFmaOnThreads(k, threads, iters); });
   return {"FMA peak f32 (" + std::string(k.isa) + "), " + std::to_string(threads) + " thread" +
               (threads > 1 ? "s" : ""),
           "GFLOP/s",
@@ -334,7 +290,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Row> rows;
   if (only.empty() || only == "matmul") {
-    FmaKernel k = BestFma();
+    ptox::FmaKernel k = ptox::BestFmaKernel();
     std::vector<Row> peaks = {MeasureFma(k, 1), MeasureFma(k, 2)};
     rows.insert(rows.end(), peaks.begin(), peaks.end());
     for (int64_t n : {1024, 2048}) {

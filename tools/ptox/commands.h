@@ -13,6 +13,7 @@ namespace ptox::cli {
 using Handler = std::function<int()>;
 
 Handler RegisterRun(CLI::App& app);
+Handler RegisterBench(CLI::App& app);
 Handler RegisterOpt(CLI::App& app);
 Handler RegisterDoctor(CLI::App& app);
 Handler RegisterCompile(CLI::App& app);

@@ -1,5 +1,5 @@
-// ptox CLI entry point: `ptox <run|compile|opt|cache|doctor> ...`, `ptox --version`. Artifacts go to stdout,
-// diagnostics to stderr.
+// ptox CLI entry point: `ptox <run|bench|compile|opt|cache|doctor> ...`, `ptox --version`.
+// Artifacts go to stdout, diagnostics to stderr.
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ptox ") + PTOX_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, Handler> handlers;
-  for (auto reg : {RegisterRun, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor}) {
+  for (auto reg :
+       {RegisterRun, RegisterBench, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor}) {
     size_t before = app.get_subcommands({}).size();
     Handler h = reg(app);
     handlers[app.get_subcommands({})[before]] = std::move(h);

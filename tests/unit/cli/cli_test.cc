@@ -1,9 +1,11 @@
-// The ptox binary as a user runs it: --version, doctor, and run (summaries, .npy inputs and
-// outputs, symbolic dims, --check, exit codes for bad input). Inputs must never be modified.
+// The ptox binary as a user runs it: --version, doctor, run (summaries, .npy inputs and
+// outputs, symbolic dims, --check, exit codes for bad input; inputs must never be modified) and
+// bench (timing lines, --json records, flag errors).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -353,6 +355,116 @@ TEST(Run, CheckEveryTargetAgainstInterp) {
     EXPECT_NE(r.out.find("%c: max |diff| = 0 vs interp\nOK\n"), std::string::npos)
         << target << ": " << r.out;
   }
+}
+
+// ---- ptox bench: the figures vary run to run, so only the form of the report is asserted. ----
+
+TEST(Bench, MatmulPrintsTimesRatesAndOk) {
+  ProcessResult r =
+      Ptox({"bench", "--matmul", "64x32x48", "--reps", "2", "--threads", "1", "--target", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0].rfind("@matmul 64x32x48 f32 on cpu, 1 thread: median ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("; 2 runs) "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" GFLOP/s = "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("% of the f32 FMA peak ("), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" GB/s moved by tasks"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1], "OK");
+}
+
+TEST(Bench, FileWithDimsAndOneLinePerThreadCount) {
+  const std::string matmul = std::string(PTOX_EXAMPLES_DIR) + "/matmul_dyn.pto";
+  ProcessResult r = Ptox({"bench", matmul, "--dims", "M=70,K=100,N=90", "--reps", "2", "--threads",
+                          "1,2", "--target", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].rfind("@matmul_dyn M=70,K=100,N=90 on cpu, 1 thread: median ", 0), 0u)
+      << lines[0];
+  EXPECT_EQ(lines[1].rfind("@matmul_dyn M=70,K=100,N=90 on cpu, 2 threads: median ", 0), 0u)
+      << lines[1];
+  for (int i = 0; i < 2; ++i) EXPECT_NE(lines[i].find(" GFLOP/s"), std::string::npos) << lines[i];
+  EXPECT_EQ(lines[2], "OK");
+}
+
+TEST(Bench, JsonHasOneRecordPerShapeAndThreadCount) {
+  TempDir dir;
+  ProcessResult r = Ptox({"bench", "--matmul", "64x32x48,16x8x4", "--dtype", "bf16", "--reps", "2",
+                          "--threads", "1", "--target", "cpu", "--json", dir / "b.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ReadFile(dir / "b.json");
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u) << j.dump(2);
+  for (const char* key :
+       {"program", "shape", "dtype", "target", "threads", "reps", "median_ms", "min_ms", "max_ms",
+        "flops", "gflops", "bytes", "fma_peak_gflops", "peak_fraction"})
+    for (const nlohmann::json& rec : j) EXPECT_TRUE(rec.contains(key)) << key << ": " << rec;
+  const nlohmann::json& rec = j[0];
+  EXPECT_EQ(rec["program"], "@matmul");
+  EXPECT_EQ(rec["shape"], "64x32x48");
+  EXPECT_EQ(j[1]["shape"], "16x8x4");
+  EXPECT_EQ(rec["dtype"], "bf16");
+  EXPECT_EQ(rec["target"], "cpu");
+  EXPECT_EQ(rec["threads"], 1);
+  EXPECT_EQ(rec["reps"], 2);
+  EXPECT_EQ(rec["flops"].get<double>(), 2.0 * 64 * 32 * 48);  // 2 M N K, not padded tiles
+  EXPECT_GT(rec["bytes"].get<int64_t>(), 0);
+  double median = rec["median_ms"], lo = rec["min_ms"], hi = rec["max_ms"];
+  EXPECT_LE(lo, median);
+  EXPECT_LE(median, hi);
+  EXPECT_GT(lo, 0);
+  double gflops = rec["gflops"], peak = rec["fma_peak_gflops"];
+  EXPECT_GT(peak, 0);
+  EXPECT_NEAR(gflops, 2.0 * 64 * 32 * 48 / median / 1e6, 1e-9 * gflops);
+  EXPECT_NEAR(rec["peak_fraction"].get<double>(), gflops / peak, 1e-12);
+}
+
+TEST(Bench, InterpReportsTimeOnly) {
+  ProcessResult r = Ptox({"bench", "--matmul", "8x8x8", "--reps", "2", "--target", "interp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0].rfind("@matmul 8x8x8 f32 on interp, 1 thread: median ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("no GFLOP/s"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find("FMA peak"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1], "OK");
+}
+
+TEST(BenchErrors, BadFlagsAreInvalidInputWithAMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string hello = std::string(PTOX_EXAMPLES_DIR) + "/hello.pto";
+  for (const Case& c : std::vector<Case>{
+           {{}, "nothing to benchmark: give a .pto FILE or --matmul"},
+           {{hello, "--matmul", "4x4x4"}, "give a .pto FILE or --matmul, not both"},
+           {{"--matmul", "12x3"}, "--matmul: expected MxKxN with whole sizes >= 0"},
+           {{"--matmul", "8x8x8,4x-1x4"}, "got '4x-1x4'"},
+           {{"--matmul", "4xax4"}, "got '4xax4'"},
+           {{"--matmul", "4x4x4x4"}, "got '4x4x4x4'"},
+           {{"--matmul", "4x4x4", "--reps", "0"}, "--reps must be at least 1, got 0"},
+           {{"--matmul", "4x4x4", "--dtype", "i32"}, "--dtype: expected f32, bf16 or f16"},
+           {{"--matmul", "4x4x4", "--threads", "-1"}, "--threads: a thread count must be >= 0"},
+           {{"--matmul", "4x4x4", "--dims", "N=3"}, "no parameter uses symbol N"},
+           {{"/nonexistent/x.pto"}, "cannot open"}}) {
+    std::vector<std::string> args = {"bench"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    ProcessResult r = Ptox(args);
+    EXPECT_EQ(r.exit_code, 1) << c.message << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << c.message;
+  }
+}
+
+TEST(BenchErrors, UnknownTargetIsUnsupported) {
+  ProcessResult r = Ptox({"bench", "--matmul", "4x4x4", "--target=quantum"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown target 'quantum'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 }  // namespace
