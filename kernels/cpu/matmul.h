@@ -349,6 +349,10 @@ inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b) 
   for (; j + kL <= n; j += kL) {
     V bv[kKU];
     for (int u = 0; u < kKU; ++u) bv[u] = Vec::Widen<DB>(b.p + u * b.rs + j);
+    // The same columns of the next row group: each task streams many rows in stripes of a few
+    // KiB and the hardware prefetchers restart on every row (GEMV 1 x 4096 x 11008 in
+    // 1376-column stripes, 2 threads: 3.4 ms without, 3.0 ms with).
+    for (int u = 0; u < kKU; ++u) _mm_prefetch(b.p + (u + kKU) * b.rs + j, _MM_HINT_T0);
     for (int r = 0; r < kRows; ++r) {
       V acc = Vec::Load(c + r * ldc + j);
       for (int u = 0; u < kKU; ++u) acc = Vec::Fma(av[r][u], bv[u], acc);
