@@ -256,28 +256,39 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
     }
 }
 
-// An edge block (h < kMR rows or w < kNR columns): through a full-size scratch block.
-inline void EdgeKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                       int64_t h, int64_t w) {
+// A block of h < kMR rows or w < kNR columns: kernel(c, ldc) writes a full kMR x kNR block, so
+// it runs on a scratch block holding C's h x w values, which are copied back.
+template <typename Kernel>
+inline void ThroughScratch(float* c, int64_t ldc, int64_t h, int64_t w, Kernel kernel) {
   alignas(64) float t[kMR * kNR] = {};
   for (int64_t r = 0; r < h; ++r) std::copy(c + r * ldc, c + r * ldc + w, t + r * kNR);
-  MicroKernel(kc, a, b, kNR, t, kNR);
+  kernel(t, kNR);
   for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
 }
 
-// One packed mc x kc block of A times one packed kc x nc block of B into C (loops jr, ir: a
-// panel of B stays in L1 while A's panels stream from L2).
-inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, const float* bp,
-                        float* c, int64_t ldc) {
+// Runs kernel(a_panel, b_panel, c_block, ldc) over the kMR x kNR blocks of an mc x nc block of C
+// from packed panels `depth` deep (loops jr, ir: a panel of B stays in L1 while A's panels
+// stream from L2); edge blocks go through scratch.
+template <typename T, typename Kernel>
+inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, const T* bp,
+                         float* c, int64_t ldc, Kernel kernel) {
   for (int64_t jr = 0; jr < nc; jr += kNR) {
     const int64_t w = std::min<int64_t>(kNR, nc - jr);
     for (int64_t ir = 0; ir < mc; ir += kMR) {
       const int64_t h = std::min<int64_t>(kMR, mc - ir);
+      const T *a = ap + ir * depth, *b = bp + jr * depth;
       float* cb = c + ir * ldc + jr;
-      if (h == kMR && w == kNR) MicroKernel(kc, ap + ir * kc, bp + jr * kc, kNR, cb, ldc);
-      else EdgeKernel(kc, ap + ir * kc, bp + jr * kc, cb, ldc, h, w);
+      if (h == kMR && w == kNR) kernel(a, b, cb, ldc);
+      else ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt); });
     }
   }
+}
+
+// One packed mc x kc block of A times one packed kc x nc block of B into C.
+inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, const float* bp,
+                        float* c, int64_t ldc) {
+  ForEachBlock(kc, mc, nc, ap, bp, c, ldc, [&](const float* a, const float* b, float* cb,
+                                               int64_t ld) { MicroKernel(kc, a, b, kNR, cb, ld); });
 }
 
 // The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
@@ -321,14 +332,16 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
       for (int64_t ir = 0; ir < m; ir += kMR) {
         const int64_t h = std::min<int64_t>(kMR, m - ir);
         float* cb = c + ir * ldc + jr;
-        if (w < kNR) EdgeKernel(kc, ap + ir * kc, bp, cb, ldc, h, w);
-        else if (h == kMR) MicroKernel<DB>(kc, ap + ir * kc, bj.p, b.rs, cb, ldc);
-        else {  // partial row panel: through a scratch block, as EdgeKernel
-          alignas(64) float t[kMR * kNR] = {};
-          for (int64_t r = 0; r < h; ++r) std::copy(cb + r * ldc, cb + r * ldc + kNR, t + r * kNR);
-          MicroKernel<DB>(kc, ap + ir * kc, bj.p, b.rs, t, kNR);
-          for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + kNR, cb + r * ldc);
-        }
+        const float* a_panel = ap + ir * kc;
+        if (w < kNR)  // the narrow last panel was packed
+          ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
+            MicroKernel(kc, a_panel, bp, kNR, t, ld);
+          });
+        else if (h == kMR) MicroKernel<DB>(kc, a_panel, bj.p, b.rs, cb, ldc);
+        else
+          ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
+            MicroKernel<DB>(kc, a_panel, bj.p, b.rs, t, ld);
+          });
       }
     }
   }

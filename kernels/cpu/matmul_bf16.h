@@ -121,21 +121,8 @@ __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair*
 
 inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, const Pair* bp,
                           float* c, int64_t ldc) {
-  for (int64_t jr = 0; jr < nc; jr += kNR) {
-    const int64_t w = std::min<int64_t>(kNR, nc - jr);
-    for (int64_t ir = 0; ir < mc; ir += kMR) {
-      const int64_t h = std::min<int64_t>(kMR, mc - ir);
-      float* cb = c + ir * ldc + jr;
-      if (h == kMR && w == kNR) {
-        MicroKernelDp(kp, ap + ir * kp, bp + jr * kp, cb, ldc);
-        continue;
-      }
-      alignas(64) float t[kMR * kNR] = {};
-      for (int64_t r = 0; r < h; ++r) std::copy(cb + r * ldc, cb + r * ldc + w, t + r * kNR);
-      MicroKernelDp(kp, ap + ir * kp, bp + jr * kp, t, kNR);
-      for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, cb + r * ldc);
-    }
-  }
+  ForEachBlock(kp, mc, nc, ap, bp, c, ldc, [&](const Pair* a, const Pair* b, float* cb,
+                                               int64_t ld) { MicroKernelDp(kp, a, b, cb, ld); });
 }
 
 // 4 to 16 rows, B rows contiguous: B streams through once, read in place, four rows (two k
