@@ -32,8 +32,8 @@ struct View {
 };
 
 template <DT D, int R, int C>
-void LoadView(Ctx& ctx, View<D, R, C>& out, const TensorArg& t,
-              std::initializer_list<int64_t> offs, const char* where) {
+void LoadView(Ctx& ctx, View<D, R, C>& out, const TensorArg& t, std::initializer_list<int64_t> offs,
+              const char* where) {
   Window w;
   if (!Locate(ctx, t, offs, sizeof(Memory<D>), where, &w)) return;
   out.base = w.base;
@@ -90,14 +90,16 @@ struct Vec {
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
   static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static float Sum(V v) { return _mm512_reduce_add_ps(v); }
-  template <DT D> static V Widen(const void* p) {
+  template <DT D>
+  static V Widen(const void* p) {
     if constexpr (D == DT::kF32) {
       return _mm512_loadu_ps(p);
     } else {
       const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
       if constexpr (D == DT::kBF16)
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-      else return _mm512_cvtph_ps(h);
+      else
+        return _mm512_cvtph_ps(h);
     }
   }
 };
@@ -116,14 +118,16 @@ struct Vec {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
   }
-  template <DT D> static V Widen(const void* p) {
+  template <DT D>
+  static V Widen(const void* p) {
     if constexpr (D == DT::kF32) {
       return _mm256_loadu_ps(static_cast<const float*>(p));
     } else {
       const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
       if constexpr (D == DT::kBF16)
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-      else return _mm256_cvtph_ps(h);
+      else
+        return _mm256_cvtph_ps(h);
     }
   }
 };
@@ -226,8 +230,8 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
 // (any float format, ldb = its row stride).
 template <DT DB = DT::kF32>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a,
-                                                       const Unaligned<Memory<DB>>* b,
-                                                       int64_t ldb, float* c, int64_t ldc) {
+                                                       const Unaligned<Memory<DB>>* b, int64_t ldb,
+                                                       float* c, int64_t ldc) {
   V acc[kMR][kNV];
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
@@ -270,16 +274,18 @@ inline void ThroughScratch(float* c, int64_t ldc, int64_t h, int64_t w, Kernel k
 // from packed panels `depth` deep (loops jr, ir: a panel of B stays in L1 while A's panels
 // stream from L2); edge blocks go through scratch.
 template <typename T, typename Kernel>
-inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, const T* bp,
-                         float* c, int64_t ldc, Kernel kernel) {
+inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, const T* bp, float* c,
+                         int64_t ldc, Kernel kernel) {
   for (int64_t jr = 0; jr < nc; jr += kNR) {
     const int64_t w = std::min<int64_t>(kNR, nc - jr);
     for (int64_t ir = 0; ir < mc; ir += kMR) {
       const int64_t h = std::min<int64_t>(kMR, mc - ir);
       const T *a = ap + ir * depth, *b = bp + jr * depth;
       float* cb = c + ir * ldc + jr;
-      if (h == kMR && w == kNR) kernel(a, b, cb, ldc);
-      else ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt); });
+      if (h == kMR && w == kNR)
+        kernel(a, b, cb, ldc);
+      else
+        ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt); });
     }
   }
 }
@@ -287,8 +293,10 @@ inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, con
 // One packed mc x kc block of A times one packed kc x nc block of B into C.
 inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, const float* bp,
                         float* c, int64_t ldc) {
-  ForEachBlock(kc, mc, nc, ap, bp, c, ldc, [&](const float* a, const float* b, float* cb,
-                                               int64_t ld) { MicroKernel(kc, a, b, kNR, cb, ld); });
+  ForEachBlock(kc, mc, nc, ap, bp, c, ldc,
+               [&](const float* a, const float* b, float* cb, int64_t ld) {
+                 MicroKernel(kc, a, b, kNR, cb, ld);
+               });
 }
 
 // The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
@@ -334,10 +342,10 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
         float* cb = c + ir * ldc + jr;
         const float* a_panel = ap + ir * kc;
         if (w < kNR)  // the narrow last panel was packed
-          ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
-            MicroKernel(kc, a_panel, bp, kNR, t, ld);
-          });
-        else if (h == kMR) MicroKernel<DB>(kc, a_panel, bj.p, b.rs, cb, ldc);
+          ThroughScratch(cb, ldc, h, w,
+                         [&](float* t, int64_t ld) { MicroKernel(kc, a_panel, bp, kNR, t, ld); });
+        else if (h == kMR)
+          MicroKernel<DB>(kc, a_panel, bj.p, b.rs, cb, ldc);
         else
           ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
             MicroKernel<DB>(kc, a_panel, bj.p, b.rs, t, ld);

@@ -89,8 +89,8 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
 }
 
 // c[kMR x kNR] += a_panel * b_panel over kp pairs, as MicroKernel.
-__attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair* a,
-                                                         const Pair* b, float* c, int64_t ldc) {
+__attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair* a, const Pair* b,
+                                                         float* c, int64_t ldc) {
   __m512 acc[kMR][kNV];
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
@@ -121,8 +121,10 @@ __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair*
 
 inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, const Pair* bp,
                           float* c, int64_t ldc) {
-  ForEachBlock(kp, mc, nc, ap, bp, c, ldc, [&](const Pair* a, const Pair* b, float* cb,
-                                               int64_t ld) { MicroKernelDp(kp, a, b, cb, ld); });
+  ForEachBlock(kp, mc, nc, ap, bp, c, ldc,
+               [&](const Pair* a, const Pair* b, float* cb, int64_t ld) {
+                 MicroKernelDp(kp, a, b, cb, ld);
+               });
 }
 
 // 4 to 16 rows, B rows contiguous: B streams through once, read in place, four rows (two k
@@ -180,8 +182,8 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
   return _mm512_cmplt_epu16_mask(lowest, _mm512_set1_epi16((77 << 7) - 1)) == 0;
 }
 
-inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-                         Src<DT::kBF16> a, Src<DT::kBF16> b) {
+inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kBF16> a,
+                         Src<DT::kBF16> b) {
   const int64_t kp = (k + 1) / 2;
   auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, (kp + 1) * kStreamRowsMax));
   const bool a_ok = PackAPairs<kStreamRowsMax>(ap, a, m, k);
@@ -206,8 +208,9 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
         const __mmask32 live = cnt == kStrip ? ~__mmask32{0} : (__mmask32{1} << cnt) - 1;
         const __mmask16 m0 = static_cast<__mmask16>(live), m1 = static_cast<__mmask16>(live >> 16);
         const __m512 lo = _mm512_loadu_ps(t), hi = _mm512_loadu_ps(t + kL);
-        _mm512_mask_storeu_ps(out, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, out),
-                                                     _mm512_permutex2var_ps(lo, first, hi)));
+        _mm512_mask_storeu_ps(
+            out, m0,
+            _mm512_add_ps(_mm512_maskz_loadu_ps(m0, out), _mm512_permutex2var_ps(lo, first, hi)));
         _mm512_mask_storeu_ps(out + kL, m1,
                               _mm512_add_ps(_mm512_maskz_loadu_ps(m1, out + kL),
                                             _mm512_permutex2var_ps(lo, second, hi)));
@@ -219,8 +222,8 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
 // pair blocks (k blocks twice as deep: a pair panel takes the bytes of an f32 panel of half the
 // depth); a block pair that fails the range check is packed again as f32 and takes the f32
 // kernel. Either way the k blocks are summed in order.
-inline void GemmPackedDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-                         Src<DT::kBF16> a, Src<DT::kBF16> b) {
+inline void GemmPackedDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kBF16> a,
+                         Src<DT::kBF16> b) {
   if (b.cs != 1) return GemmPacked(c, ldc, m, n, k, a, b);
   constexpr int64_t kKD = 2 * kKC;
   const int64_t nc_max = (std::min<int64_t>(kNC, n) + kNR - 1) / kNR * kNR;

@@ -4,54 +4,14 @@
 #include "analysis/matmul_operands.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <vector>
+
+#include "analysis/uses.h"
 
 namespace ptox::analysis {
 namespace {
 
-struct Use {
-  const ir::Stmt* stmt;
-  int operand;  // -1: not an op operand (loop bounds and inits, if conditions, yields)
-  const ir::Block* block;
-};
-using Uses = std::unordered_map<const ir::ValueNode*, std::vector<Use>>;
-
-void CollectUses(const ir::Block& block, Uses& uses) {
-  auto use = [&](const ir::Operand& o, const ir::Stmt* s, int pos) {
-    if (o.is_value()) uses[o.value().get()].push_back({s, pos, &block});
-  };
-  for (const ir::StmtRef& sp : block) {
-    const ir::Stmt* s = sp.get();
-    switch (s->kind()) {
-      case ir::StmtKind::kOp: {
-        const auto& args = ir::As<ir::OpStmt>(*s).args();
-        for (size_t i = 0; i < args.size(); ++i) use(args[i], s, static_cast<int>(i));
-        break;
-      }
-      case ir::StmtKind::kFor: {
-        const auto& f = ir::As<ir::ForStmt>(*s);
-        use(f.lb(), s, -1), use(f.ub(), s, -1), use(f.step(), s, -1);
-        for (const auto& i : f.inits()) use(i, s, -1);
-        CollectUses(f.body(), uses);
-        break;
-      }
-      case ir::StmtKind::kIf: {
-        const auto& i = ir::As<ir::IfStmt>(*s);
-        use(i.cond(), s, -1);
-        CollectUses(i.then_body(), uses);
-        CollectUses(i.else_body(), uses);
-        break;
-      }
-      case ir::StmtKind::kYield:
-        for (const auto& v : ir::As<ir::YieldStmt>(*s).values()) use(v, s, -1);
-        break;
-      case ir::StmtKind::kIncore: CollectUses(ir::As<ir::IncoreStmt>(*s).body(), uses); break;
-    }
-  }
-}
-
-bool IsMatmulOperand(const Use& u) {
+bool IsMatmulOperand(const UseSite& u) {
   if (u.stmt->kind() != ir::StmtKind::kOp) return false;
   const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(*u.stmt).op());
   return (f == ir::OpFamily::kMatmul && (u.operand == 0 || u.operand == 1)) ||
@@ -63,8 +23,7 @@ bool HasStore(const ir::Stmt& s) {
     return std::any_of(b.begin(), b.end(), [](const ir::StmtRef& c) { return HasStore(*c); });
   };
   switch (s.kind()) {
-    case ir::StmtKind::kOp:
-      return ir::FamilyOf(ir::As<ir::OpStmt>(s).op()) == ir::OpFamily::kStore;
+    case ir::StmtKind::kOp: return ir::FamilyOf(ir::As<ir::OpStmt>(s).op()) == ir::OpFamily::kStore;
     case ir::StmtKind::kFor: return any(ir::As<ir::ForStmt>(s).body());
     case ir::StmtKind::kIf:
       return any(ir::As<ir::IfStmt>(s).then_body()) || any(ir::As<ir::IfStmt>(s).else_body());
@@ -74,7 +33,7 @@ bool HasStore(const ir::Stmt& s) {
   return false;
 }
 
-void Plan(const ir::Block& block, const Uses& uses,
+void Plan(const ir::Block& block, const UseMap& uses,
           std::unordered_set<const ir::ValueNode*>& out) {
   for (size_t p = 0; p < block.size(); ++p) {
     const ir::Stmt& s = *block[p];
@@ -91,7 +50,7 @@ void Plan(const ir::Block& block, const Uses& uses,
     if (it == uses.end() || it->second.empty()) continue;
     size_t last = p;
     bool ok = true;
-    for (const Use& u : it->second) {
+    for (const UseSite& u : it->second) {
       ok = IsMatmulOperand(u) && u.block == &block;
       if (!ok) break;
       for (size_t q = p + 1; q < block.size(); ++q)
@@ -105,7 +64,7 @@ void Plan(const ir::Block& block, const Uses& uses,
 }  // namespace
 
 std::unordered_set<const ir::ValueNode*> InPlaceMatmulOperands(const ir::Block& body) {
-  Uses uses;
+  UseMap uses;
   CollectUses(body, uses);
   std::unordered_set<const ir::ValueNode*> out;
   Plan(body, uses, out);

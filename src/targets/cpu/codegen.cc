@@ -51,7 +51,9 @@ std::string DoubleLiteral(double v) {
   return fmt::format("{:a}", v);
 }
 
-Emitter::Emitter(const ir::Func& f) : func_(f) { CollectUses(f.body); }
+Emitter::Emitter(const ir::Func& f) : func_(f) {
+  analysis::CollectUses(f.body, uses_, &producer_);
+}
 
 std::string Emitter::Run() {
   out_ += "PTOX_EXPORT int ptox_entry(const pc::Arg* args, const pc::Runtime* rt, "

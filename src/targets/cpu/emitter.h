@@ -9,6 +9,7 @@
 
 #include "analysis/incore_info.h"
 #include "analysis/tile_plan.h"
+#include "analysis/uses.h"
 #include "ir/ir.h"
 
 namespace ptox::targets::cpu {
@@ -22,13 +23,7 @@ inline std::string Functor(ir::OpCode op) {
   return "pc::Fn" + std::string(ir::GetOpInfo(op).scalar_fn);
 }
 
-// One use of a value: the statement using it, the operand position (-1 for non-op statements
-// such as yields and loop bounds) and the block that statement is in.
-struct UseSite {
-  const ir::Stmt* stmt;
-  int operand;
-  const ir::Block* block;
-};
+using analysis::UseSite;
 
 class Emitter {
  public:
@@ -63,7 +58,6 @@ class Emitter {
   std::string TensorId(const analysis::AccessSite& site);
 
   // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
-  void CollectUses(const ir::Block& block);
   // Decides which tile values are computed inline (never materialized) in `scope`.
   void PlanFusion(const ir::IncoreStmt& scope);
   bool Inlined(const ir::Value& v) const { return inlined_.count(v.get()) > 0; }
@@ -78,8 +72,8 @@ class Emitter {
   std::string* cur_ = &out_;
   int tasks_ = 0;
   std::unordered_map<const ir::ValueNode*, std::string> names_;
-  std::unordered_map<const ir::ValueNode*, std::vector<UseSite>> uses_;
-  std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> producer_;
+  analysis::UseMap uses_;
+  analysis::ProducerMap producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
   std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
   // Tile results written straight into a loop-carried variable (declared by the loop).

@@ -63,41 +63,6 @@ void StoredTensors(const ir::Block& b, std::unordered_set<const ir::ValueNode*>&
 
 }  // namespace
 
-void Emitter::CollectUses(const ir::Block& block) {
-  auto use = [&](const ir::Operand& o, const ir::Stmt* s, int pos) {
-    if (o.is_value()) uses_[o.value().get()].push_back({s, pos, &block});
-  };
-  for (const ir::StmtRef& sp : block) {
-    const ir::Stmt* s = sp.get();
-    switch (s->kind()) {
-      case ir::StmtKind::kOp: {
-        const auto& op = ir::As<ir::OpStmt>(*s);
-        for (size_t i = 0; i < op.args().size(); ++i) use(op.args()[i], s, static_cast<int>(i));
-        for (const ir::Value& r : op.results()) producer_[r.get()] = &op;
-        break;
-      }
-      case ir::StmtKind::kFor: {
-        const auto& f = ir::As<ir::ForStmt>(*s);
-        use(f.lb(), s, -1), use(f.ub(), s, -1), use(f.step(), s, -1);
-        for (const auto& i : f.inits()) use(i, s, -1);
-        CollectUses(f.body());
-        break;
-      }
-      case ir::StmtKind::kIf: {
-        const auto& i = ir::As<ir::IfStmt>(*s);
-        use(i.cond(), s, -1);
-        CollectUses(i.then_body());
-        CollectUses(i.else_body());
-        break;
-      }
-      case ir::StmtKind::kIncore: CollectUses(ir::As<ir::IncoreStmt>(*s).body()); break;
-      case ir::StmtKind::kYield:
-        for (const auto& v : ir::As<ir::YieldStmt>(*s).values()) use(v, s, -1);
-        break;
-    }
-  }
-}
-
 void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
   std::unordered_set<const ir::ValueNode*> stored;
   StoredTensors(scope.body(), stored);
