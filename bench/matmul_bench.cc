@@ -36,8 +36,12 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 
 int g_reps = 10;  // measured repetitions after one warm-up (DESIGN.md: >= 10)
 
-
+// Every measurement starts after a pause: the libraries' worker threads busy-wait for a while
+// after each call (OpenBLAS's up to ~30 ms, libgomp's for oneDNN and Eigen), and a row timed
+// right after another library's would share the cores with them (512^3 on 2 threads measured
+// ptox at 174 or 343 GFLOP/s depending on what ran before it).
 Stats TimeIt(const std::function<void()>& fn) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   fn();
   std::vector<double> t;
   for (int i = 0; i < g_reps; ++i) {

@@ -279,6 +279,7 @@ Executor::~Executor() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  stopping_.store(true, std::memory_order_release);
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
@@ -301,6 +302,7 @@ void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < count; ++i) ready_.emplace_back(graph, nodes[i]);
+    ready_count_.store(ready_.size(), std::memory_order_release);
   }
   if (count == 1) {
     cv_.notify_one();
@@ -327,6 +329,10 @@ void Executor::Run(std::pair<Graph*, Graph::Node*> item, int worker) {
 
 void Executor::WorkerLoop(int worker) {
   for (;;) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+    while (ready_count_.load(std::memory_order_acquire) == 0 &&
+           !stopping_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
     std::pair<Graph*, Graph::Node*> item;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -334,6 +340,7 @@ void Executor::WorkerLoop(int worker) {
       if (stop_ && ready_.empty()) return;
       item = ready_.front();
       ready_.pop_front();
+      ready_count_.store(ready_.size(), std::memory_order_release);
     }
     Run(item, worker);
   }
@@ -350,6 +357,7 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
       if (done()) return;
       item = ready_.front();
       ready_.pop_front();
+      ready_count_.store(ready_.size(), std::memory_order_release);
     }
     Run(item, me);
   }
