@@ -228,36 +228,47 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
 // come from L3 or memory, are prefetched at the start and have arrived by then.
 // B is a packed panel (DB = f32, ldb = kNR) or, for few-row products, B itself read in place
 // (any float format, ldb = its row stride).
-template <DT DB = DT::kF32>
+// kNVc < kNV: a narrower last panel (kNVc vectors of its columns).
+template <DT DB = DT::kF32, int kNVc = kNV>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a,
                                                        const Unaligned<Memory<DB>>* b, int64_t ldb,
                                                        float* c, int64_t ldc) {
-  V acc[kMR][kNV];
+  V acc[kMR][kNVc];
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
 #pragma GCC unroll 8
-    for (int64_t off = 0; off < kNR; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
+    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Zero();
+    for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Zero();
   }
   for (int64_t k = 0; k < kc; ++k) {
-    V bv[kNV];
+    V bv[kNVc];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
+    for (int v = 0; v < kNVc; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
       const V ar = Vec::Set1(a[k * kMR + r]);
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
+      for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
     }
   }
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) {
+    for (int v = 0; v < kNVc; ++v) {
       float* p = c + r * ldc + v * kL;
       Vec::Store(p, Vec::Add(Vec::Load(p), acc[r][v]));
     }
+}
+
+// MicroKernel over the first nv (1 .. kNV) vectors of the panel's columns.
+template <DT DB = DT::kF32>
+inline void MicroKernelN(int nv, int64_t kc, const float* a, const Unaligned<Memory<DB>>* b,
+                         int64_t ldb, float* c, int64_t ldc) {
+  if constexpr (kNV == 3)
+    if (nv == 2) return MicroKernel<DB, 2>(kc, a, b, ldb, c, ldc);
+  if (nv == 1) return MicroKernel<DB, 1>(kc, a, b, ldb, c, ldc);
+  MicroKernel<DB>(kc, a, b, ldb, c, ldc);
 }
 
 // A block of h < kMR rows or w < kNR columns: kernel(c, ldc) writes a full kMR x kNR block, so
@@ -270,22 +281,25 @@ inline void ThroughScratch(float* c, int64_t ldc, int64_t h, int64_t w, Kernel k
   for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
 }
 
-// Runs kernel(a_panel, b_panel, c_block, ldc) over the kMR x kNR blocks of an mc x nc block of C
-// from packed panels `depth` deep (loops jr, ir: a panel of B stays in L1 while A's panels
-// stream from L2); edge blocks go through scratch.
+// Runs kernel(a_panel, b_panel, c_block, ldc, nv) over the kMR x kNR blocks of an mc x nc
+// block of C from packed panels `depth` deep (loops jr, ir: a panel of B stays in L1 while A's
+// panels stream from L2); nv = the vectors of columns a block needs (the narrower last panel
+// that power-of-two tiles leave with 48-column panels takes a narrower kernel); blocks with
+// fewer rows or a partial vector go through scratch.
 template <typename T, typename Kernel>
 inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, const T* bp, float* c,
                          int64_t ldc, Kernel kernel) {
   for (int64_t jr = 0; jr < nc; jr += kNR) {
     const int64_t w = std::min<int64_t>(kNR, nc - jr);
+    const int nv = static_cast<int>((w + kL - 1) / kL);
     for (int64_t ir = 0; ir < mc; ir += kMR) {
       const int64_t h = std::min<int64_t>(kMR, mc - ir);
       const T *a = ap + ir * depth, *b = bp + jr * depth;
       float* cb = c + ir * ldc + jr;
-      if (h == kMR && w == kNR)
-        kernel(a, b, cb, ldc);
+      if (h == kMR && w == nv * kL)
+        kernel(a, b, cb, ldc, nv);
       else
-        ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt); });
+        ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt, nv); });
     }
   }
 }
@@ -294,8 +308,8 @@ inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, con
 inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, const float* bp,
                         float* c, int64_t ldc) {
   ForEachBlock(kc, mc, nc, ap, bp, c, ldc,
-               [&](const float* a, const float* b, float* cb, int64_t ld) {
-                 MicroKernel(kc, a, b, kNR, cb, ld);
+               [&](const float* a, const float* b, float* cb, int64_t ld, int nv) {
+                 MicroKernelN(nv, kc, a, b, kNR, cb, ld);
                });
 }
 
@@ -342,8 +356,9 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
         float* cb = c + ir * ldc + jr;
         const float* a_panel = ap + ir * kc;
         if (w < kNR)  // the narrow last panel was packed
-          ThroughScratch(cb, ldc, h, w,
-                         [&](float* t, int64_t ld) { MicroKernel(kc, a_panel, bp, kNR, t, ld); });
+          ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
+            MicroKernelN(static_cast<int>((w + kL - 1) / kL), kc, a_panel, bp, kNR, t, ld);
+          });
         else if (h == kMR)
           MicroKernel<DB>(kc, a_panel, bj.p, b.rs, cb, ldc);
         else

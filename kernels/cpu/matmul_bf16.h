@@ -88,32 +88,33 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
   return bad == 0;
 }
 
-// c[kMR x kNR] += a_panel * b_panel over kp pairs, as MicroKernel.
+// c[kMR x kNVc vectors] += a_panel * b_panel over kp pairs, as MicroKernel.
+template <int kNVc = kNV>
 __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair* a, const Pair* b,
                                                          float* c, int64_t ldc) {
-  __m512 acc[kMR][kNV];
+  __m512 acc[kMR][kNVc];
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
 #pragma GCC unroll 8
-    for (int64_t off = 0; off < kNR; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
+    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < kNVc; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kp; ++p) {
-    __m512bh bv[kNV];
+    __m512bh bv[kNVc];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * kNR + v * kL);
+    for (int v = 0; v < kNVc; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * kNR + v * kL);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
       const __m512bh ar = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[p * kMR + r]));
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
+      for (int v = 0; v < kNVc; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
     }
   }
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) {
+    for (int v = 0; v < kNVc; ++v) {
       float* p = c + r * ldc + v * kL;
       _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), acc[r][v]));
     }
@@ -122,8 +123,13 @@ __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair*
 inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, const Pair* bp,
                           float* c, int64_t ldc) {
   ForEachBlock(kp, mc, nc, ap, bp, c, ldc,
-               [&](const Pair* a, const Pair* b, float* cb, int64_t ld) {
-                 MicroKernelDp(kp, a, b, cb, ld);
+               [&](const Pair* a, const Pair* b, float* cb, int64_t ld, int nv) {
+                 if (nv == 1)
+                   MicroKernelDp<1>(kp, a, b, cb, ld);
+                 else if (nv == 2)
+                   MicroKernelDp<2>(kp, a, b, cb, ld);
+                 else
+                   MicroKernelDp(kp, a, b, cb, ld);
                });
 }
 

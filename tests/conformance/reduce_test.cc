@@ -196,7 +196,8 @@ std::vector<RunConfig> MatmulWideConfigs(DType d) {
   return MatmulSizes(d, {{20, 40, 4200}, {17, 33, 4150}}, 480);
 }
 // Without subnormals bf16 products take AVX512_BF16 dot products where the host has them:
-// packed pairs with an odd K, partial panels, 4..16-row and larger blocks.
+// packed pairs with an odd K, partial panels (128 columns = two 48-column panels and a 32-column
+// one for the narrower kernel), 4..16-row and larger blocks.
 std::vector<RunConfig> MatmulDpConfigs(DType d) {
   return MatmulSizes(d, {{36, 101, 130}, {9, 64, 49}, {40, 1, 3}, {17, 300, 97}}, 490);
 }
@@ -270,7 +271,7 @@ const std::vector<Family>& Families() {
       {"matmul_wide", kFloats, [](DType d) { return MatmulSpec(d, {20, 40, 4200, "_wide"}); },
        MatmulWideConfigs},
       {"matmul_dp", kFloats,
-       [](DType d) { return MatmulSpec(d, {36, 100, 130, "_dp"}, Values::kReduceNormal); },
+       [](DType d) { return MatmulSpec(d, {36, 100, 128, "_dp"}, Values::kReduceNormal); },
        MatmulDpConfigs},
       {"matmul_gemv", kFloats, [](DType d) { return MatmulSpec(d, {1, 64, 72, "_gemv"}); },
        MatmulGemvConfigs},
