@@ -209,6 +209,42 @@ __attribute__((noinline)) void PackB(float* dst, Src<D> b, int64_t kc, int64_t n
   }
 }
 
+#if defined(__AVX512F__)
+constexpr int kTransposeCols = 16;
+
+// dst[c * ld + r] = row r's element c for 8 rows of 32-bit elements (row r at src + r *
+// row_bytes) and 16 columns: packing A panels k-major, 8 rows at a time, in bit moves only
+// (scalar element-by-element packing cost 5 % of a 256 x 512 x 1024 product).
+template <typename T>
+inline void Transpose8x16(const void* src, int64_t row_bytes, T* dst, int64_t ld) {
+  static_assert(sizeof(T) == 4);
+  const char* s = static_cast<const char*>(src);
+  __m512 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(s + i * row_bytes);
+  for (int i = 0; i < 8; i += 2) {  // per 128-bit lane L: rows i, i+1 at columns 4L .. 4L+3
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 2; ++h)  // u[4h + j], lane L: rows 4h .. 4h+3 at column 4L + j
+    for (int j = 0; j < 2; ++j) {
+      u[4 * h + 2 * j] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0x44);
+      u[4 * h + 2 * j + 1] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0xEE);
+    }
+  const __m512i lanes01 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i lanes23 =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int j = 0; j < 4; ++j) {  // columns j and 4 + j, then 8 + j and 12 + j: 8 rows each
+    const __m512 x = _mm512_permutex2var_ps(u[j], lanes01, u[4 + j]);
+    const __m512 y = _mm512_permutex2var_ps(u[j], lanes23, u[4 + j]);
+    auto* d = reinterpret_cast<float*>(dst);
+    _mm256_storeu_ps(d + j * ld, _mm512_castps512_ps256(x));
+    _mm256_storeu_ps(d + (4 + j) * ld, _mm512_extractf32x8_ps(x, 1));
+    _mm256_storeu_ps(d + (8 + j) * ld, _mm512_castps512_ps256(y));
+    _mm256_storeu_ps(d + (12 + j) * ld, _mm512_extractf32x8_ps(y, 1));
+  }
+}
+#endif
+
 // A rows [0, mc) x cols [0, kc) into kMR-row panels, each kc x kMR (k-major), zero-padded.
 template <DT D>
 __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t kc) {
@@ -216,9 +252,16 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
     const int64_t h = std::min<int64_t>(kMR, mc - i0);
     float* panel = dst + i0 * kc;
     if (h < kMR) std::fill(panel, panel + kc * kMR, 0.0f);
+    int64_t k0 = 0;
+#if defined(__AVX512F__)
+    if constexpr (D == DT::kF32 && kMR == 8)
+      if (h == kMR && a.cs == 1)
+        for (; k0 + kTransposeCols <= kc; k0 += kTransposeCols)
+          Transpose8x16(a.p + i0 * a.rs + k0, a.rs * 4, panel + k0 * kMR, kMR);
+#endif
     for (int64_t r = 0; r < h; ++r) {
       const Unaligned<Memory<D>>* row = a.p + (i0 + r) * a.rs;
-      for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = FromMemory<D>(row[k * a.cs]);
+      for (int64_t k = k0; k < kc; ++k) panel[k * kMR + r] = FromMemory<D>(row[k * a.cs]);
     }
   }
 }

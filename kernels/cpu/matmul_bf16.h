@@ -60,15 +60,22 @@ inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
 // (little-endian: k in the low half).
 template <int kH = kMR>
 inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
+  static_assert(kH % 8 == 0, "panels are transposed 8 rows at a time");
   const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
   __mmask16 bad = 0;
   for (int64_t i0 = 0; i0 < mc; i0 += kH) {
     const int64_t h = std::min<int64_t>(kH, mc - i0);
     Pair* panel = dst + i0 * kp;
     if (h < kH) std::fill(panel, panel + kp * kH, Pair{0});
+    // Whole panels of contiguous rows: 16 pairs of 8 rows at a time through Transpose8x16.
+    int64_t p0 = 0;
+    if (h == kH && a.cs == 1)
+      for (; p0 + kTransposeCols <= kfull; p0 += kTransposeCols)
+        for (int g = 0; g < kH; g += 8)
+          Transpose8x16(a.p + (i0 + g) * a.rs + 2 * p0, a.rs * 2, panel + p0 * kH + g, kH);
     for (int64_t r = 0; r < h; ++r) {
       const Unaligned<uint16_t>* row = a.p + (i0 + r) * a.rs;
-      int64_t p = 0;
+      int64_t p = p0;
       if (a.cs == 1) {
         for (int64_t k = 0; k < kc; k += kL) {  // the range check, kL elements at a time
           const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(kL, kc - k)) - 1);
