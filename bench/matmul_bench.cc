@@ -172,19 +172,23 @@ void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int thr
   }
 }
 
-// The author's blocking for an M x K x N f32 matmul. Operands are read in place (views) and the
-// kernel blocks for the caches itself, so tiles only set the task grain: large output tiles
-// (256 x 1024, one 1024-deep K slice per step) pack each operand block fewer times; they shrink
-// until there are >= 8 tasks for the 2 threads. GEMV-like M (<= 16) takes whole-K column
-// stripes of >= 512 columns: long contiguous runs of each weight row stream at full bandwidth.
+// The author's blocking for an M x K x N f32 matmul, the one convert-tensor-to-tile picks for a
+// tensor-level matmul on CPU. Operands are read in place (views) and the kernel blocks for the
+// caches itself, so tiles only set the task grain: large output tiles (512 x 1024 over 2048-deep
+// K slices) pack each operand block fewer times; the longer side halves until there are >= 8
+// tasks for the 2 threads. GEMV-like M (<= 16) takes whole-K column stripes of >= 512 columns:
+// long contiguous runs of each weight row stream at full bandwidth.
 // PTOX_BENCH_TILES=TMxTNxTK overrides it (for exploring the blocking).
 std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
   auto tasks = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
-  int64_t tm = std::min<int64_t>(m, m <= 16 ? 16 : 256), tn = std::min<int64_t>(n, 1024);
-  int64_t tk = std::min<int64_t>(k, m <= 16 ? k : 1024);
-  if (m <= 16) tn = std::min<int64_t>(n, std::max<int64_t>(512, (n / 8 + 15) / 16 * 16));
-  while (tasks(tm, tn) < 8 && tn > 128) tn /= 2;
-  while (tasks(tm, tn) < 8 && tm > 64) tm /= 2;
+  int64_t tm = 512, tn = 1024, tk = 2048;
+  if (m <= 16) tm = m, tn = std::max<int64_t>(512, (n / 8 + 15) / 16 * 16), tk = k;
+  while (tasks(tm, tn) < 8) {
+    if (tn > 128 && (tn >= tm || m <= 16 || tm <= 64)) tn /= 2;
+    else if (m > 16 && tm > 64) tm /= 2;
+    else break;
+  }
+  tm = std::min(tm, m), tn = std::min(tn, n), tk = std::min(tk, k);
   if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
     long a = 0, b = 0, c = 0;
     if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)

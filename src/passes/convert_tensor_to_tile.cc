@@ -370,15 +370,17 @@ class Converter {
 
   // Matmul tiles. Where the target reads matmul operands in place (its kernel packs and blocks
   // them for the caches itself), tiles only set the task grain and how often each operand block
-  // is packed: 256 x 512 outputs over 1024-deep K slices, shrunk while a static problem has
-  // fewer than 8 tiles (work for every core); skinny M (<= 16) keeps all rows and takes whole-K
-  // column stripes of >= 512 (long runs of each weight row stream at full bandwidth).
+  // is packed (B once per row tile, A once per column tile: 2048^3 ran ~10 % faster in
+  // 512 x 1024 x 2048 tiles than in 256 x 512 x 1024): 512 x 1024 outputs over 2048-deep K
+  // slices, shrunk while a static problem has fewer than 8 tiles (work for every core); skinny M
+  // (<= 16) keeps all rows and takes whole-K column stripes of >= 512 (long runs of each weight
+  // row stream at full bandwidth).
   // Otherwise the A, B, packed B (T x 4T each) and C (T x T) f32 tiles must fit in L2: T x T
   // outputs, T the largest such power of two, K slices of 4T; skinny M takes 512-wide stripes
   // over 256-deep slices.
   Tiling MatmulTiling(int64_t m, int64_t n, int64_t k, int64_t* tk) const {
-    Tiling t{256, 512};
-    *tk = 1024;
+    Tiling t{512, 1024};
+    *tk = 2048;
     if (caps_.matmul_operands_in_place) {
       if (m > 0 && m <= 16) t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512},
                             *tk = k > 0 ? k : 4096;
