@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -291,36 +292,36 @@ func @swiglu(%x: in tensor<{M}x{D}xbf16>, %wg: in tensor<{D}x{F}xbf16>,
   %m = tensor.dim %x, 0
   %d = tensor.dim %x, 1
   %f = tensor.dim %wg, 1
-  for %i = 0 to %m step TM parallel {
-    for %j = 0 to %f step TN parallel {
+  for %i = 0 to %m step GM parallel {
+    for %j = 0 to %f step GN parallel {
       incore {
-        %zero = tile.full 0.0 : tile<TMxTNxf32>
-        %g, %u = for %k = 0 to %d step TK iter(%pg = %zero, %pu = %zero) {
-          %tx = tile.load %x[%i, %k] : tile<TMxTKxbf16>
-          %tg = tile.load %wg[%k, %j] : tile<TKxTNxbf16>
-          %tu = tile.load %wu[%k, %j] : tile<TKxTNxbf16>
+        %zero = tile.full 0.0 : tile<GMxGNxf32>
+        %g, %u = for %k = 0 to %d step GK iter(%pg = %zero, %pu = %zero) {
+          %tx = tile.load %x[%i, %k] : tile<GMxGKxbf16>
+          %tg = tile.load %wg[%k, %j] : tile<GKxGNxbf16>
+          %tu = tile.load %wu[%k, %j] : tile<GKxGNxbf16>
           %ng = tile.matmul_acc %pg, %tx, %tg
           %nu = tile.matmul_acc %pu, %tx, %tu
           yield %ng, %nu
         }
         %sg = tile.silu %g
         %hh = tile.mul %sg, %u
-        %hb = tile.cast %hh : tile<TMxTNxbf16>
+        %hb = tile.cast %hh : tile<GMxGNxbf16>
         tile.store %hb, %h[%i, %j]
       }
     }
   }
-  for %i2 = 0 to %m step TM parallel {
-    for %j2 = 0 to %d step TN parallel {
+  for %i2 = 0 to %m step DM parallel {
+    for %j2 = 0 to %d step DN parallel {
       incore {
-        %zero2 = tile.full 0.0 : tile<TMxTNxf32>
-        %acc = for %k2 = 0 to %f step TK iter(%p = %zero2) {
-          %th = tile.load %h[%i2, %k2] : tile<TMxTKxbf16>
-          %tw = tile.load %wd[%k2, %j2] : tile<TKxTNxbf16>
+        %zero2 = tile.full 0.0 : tile<DMxDNxf32>
+        %acc = for %k2 = 0 to %f step DK iter(%p = %zero2) {
+          %th = tile.load %h[%i2, %k2] : tile<DMxDKxbf16>
+          %tw = tile.load %wd[%k2, %j2] : tile<DKxDNxbf16>
           %nx = tile.matmul_acc %p, %th, %tw
           yield %nx
         }
-        %yb = tile.cast %acc : tile<TMxTNxbf16>
+        %yb = tile.cast %acc : tile<DMxDNxbf16>
         tile.store %yb, %y[%i2, %j2]
       }
     }
@@ -405,14 +406,12 @@ void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
   SetThreads(threads);
   OnednnSwiglu dnn(m, d, f, x, wg, wu, wd, yref);
   Record({"swiglu", shape, "onednn", "GFLOP/s", threads, flops, TimeIt([&] { dnn.Run(); })});
-  // Tiles: all M rows, 512-column stripes, K in 1024-deep slices (operands are read in place).
-  std::map<std::string, std::string> vars = {{"TM", std::to_string(std::min<int64_t>(m, 128))},
-                                             {"TN", "512"}, {"TK", "1024"}};
-  if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
-    long a = 0, b = 0, c = 0;
-    if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)
-      vars = {{"TM", std::to_string(a)}, {"TN", std::to_string(b)}, {"TK", std::to_string(c)}};
-  }
+  // Each phase takes the tiles Tiles() gives its matmul (gate / up: M x D x F; down: M x F x D).
+  std::map<std::string, std::string> vars;
+  for (const auto& [phase, mkn] : {std::pair<std::string, std::array<int64_t, 3>>{"G", {m, d, f}},
+                                   {"D", {m, f, d}}})
+    for (const auto& [name, size] : Tiles(mkn[0], mkn[1], mkn[2]))
+      vars[phase + name.substr(1)] = size;
   ptox::Program p = Parse(Sub(kSwiglu, vars));
   auto t = [](std::vector<uint16_t>& v, int64_t r, int64_t c) {
     return ptox::Tensor::Contiguous(v.data(), ptox::DType::kBF16, {r, c});

@@ -41,14 +41,41 @@ inline bool PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<ui
 }
 
 // B rows [0, kc) x cols [0, nc), rows contiguous, into kNR-wide panels of ceil(kc / 2) pair
-// rows (the last pair's odd half zero past kc, as columns past nc).
+// rows (the last pair's odd half zero past kc, as columns past nc). Whole pairs of panels go 32
+// columns at a time: two rows interleaved by unpacklo / unpackhi of 16-bit lanes, whose lane
+// order one permute per 16 pairs restores, and the range check as a running minimum (element by
+// element this packing took 40 % of a 128 x 2048 x 5632 product); the rest through PairRow.
 inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
-  const int64_t kp = (kc + 1) / 2;
-  bool ok = true;
-  for (int64_t p = 0; p < kp; ++p) {  // row-major reads: long runs the prefetchers follow
+  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
+  constexpr int64_t kChunk = 2 * kL, kGroup = 4 * kNR;  // columns per step, per row pass
+  const int64_t fast = nc / (2 * kNR) * (2 * kNR);      // whole chunks filling whole panels
+  const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  __m512i lowest = _mm512_set1_epi16(-1);  // smallest nonzero magnitude - 1 (zero wraps)
+  for (int64_t g = 0; g < fast; g += kGroup)  // groups of panels row pair by row pair: runs the
+    for (int64_t p = 0; p < kfull; ++p) {     // prefetchers follow, few write streams
+      const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
+      for (int64_t j = g; j < std::min(fast, g + kGroup); j += kChunk) {
+        // The same columns 4 pairs ahead: short runs per row (128 x 2048 x 5632: +5-8 %)
+        _mm_prefetch(r0 + 8 * b.rs + j, _MM_HINT_T0);
+        _mm_prefetch(r0 + 9 * b.rs + j, _MM_HINT_T0);
+        const __m512i x0 = _mm512_loadu_si512(r0 + j), x1 = _mm512_loadu_si512(r0 + b.rs + j);
+        lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x0, mag), one));
+        lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x1, mag), one));
+        const __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
+        for (int h = 0; h < 2; ++h) {
+          const int64_t c = j + h * kL;  // the first of these 16 columns
+          _mm512_storeu_si512(dst + c / kNR * kNR * kp + p * kNR + c % kNR,
+                              _mm512_permutex2var_epi64(lo, h ? second : first, hi));
+        }
+      }
+    }
+  bool ok = _mm512_cmplt_epu16_mask(lowest, _mm512_set1_epi16((77 << 7) - 1)) == 0;
+  for (int64_t p = 0; p < kp; ++p) {  // the columns past `fast`, and an odd last row
     const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
     const Unaligned<uint16_t>* r1 = 2 * p + 1 < kc ? r0 + b.rs : nullptr;
-    for (int64_t j0 = 0; j0 < nc; j0 += kNR)
+    for (int64_t j0 = p < kfull ? fast : 0; j0 < nc; j0 += kNR)
       ok &= PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
                     std::min<int64_t>(kNR, nc - j0));
   }
