@@ -52,7 +52,7 @@ inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
   const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
   const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  __m512i lowest = _mm512_set1_epi16(-1);  // smallest nonzero magnitude - 1 (zero wraps)
+  __m512i lowest = _mm512_set1_epi16(-1);     // smallest nonzero magnitude - 1 (zero wraps)
   for (int64_t g = 0; g < fast; g += kGroup)  // groups of panels row pair by row pair: runs the
     for (int64_t p = 0; p < kfull; ++p) {     // prefetchers follow, few write streams
       const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
@@ -167,16 +167,20 @@ inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, co
                });
 }
 
-// 4 to 16 rows, B rows contiguous: B streams through once, read in place, four rows (two k
+// 4 to 16 rows, B rows contiguous: B streams through once, read in place, eight rows (four k
 // pairs) of 32 columns at a time interleaved into pairs in registers — unpacklo / unpackhi of
 // 16-bit lanes, which leave the columns in the order 0-3, 8-11, 16-19, 24-27 / 4-7, 12-15, ...
-// The products accumulate in an L1 scratch of the column block in that order (two dot products
-// per load / store), and one permute per vector restores the order when the block is added to
-// C. The range check runs on the loaded B vectors (and on A as it is packed); a block that fails
+// The products accumulate in an L1 scratch of the column block in that order (four dot products
+// per vector load / store), and one permute per vector restores the order when the block is added
+// to C. The range check runs on the loaded B vectors (and on A as it is packed); a block that fails
 // is recomputed by the f32 path, exact about subnormals. Packing B would cost more than these
 // few rows' dot products.
 constexpr int64_t kStrip = 2 * kL;  // columns per pair of accumulator vectors
 constexpr int kStreamRowsMax = 16;  // A packed as one panel of this many rows
+// Pairs of k per pass over the scratch: 4 pairs (8 rows of B) take 8 dot products per row
+// between its scratch load and store (2 pairs were store-bound: 16 x 2048 x 768 in L2 at 292
+// GFLOP/s, now 382; 16 x 2048 x 5632 from L3 225 -> 305-329).
+constexpr int kPairsPerPass = 4;
 
 inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const Pair* ap,
                           const Unaligned<uint16_t>* b, int64_t ldb) {
@@ -191,31 +195,34 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
     lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
     return x;
   };
-  for (int64_t p = 0; p < kp; p += 2) {
+  for (int64_t p = 0; p < kp; p += kPairsPerPass) {
     for (int64_t s = 0; s < strips; ++s) {
       const int64_t j = s * kStrip, n = std::min<int64_t>(kStrip, w - j);
       const __mmask32 cols = n == kStrip ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
-      // The same columns of the next four rows: the runs within a row are too short for the
+      // The same columns of the next rows: the runs within a row are too short for the
       // hardware prefetchers (without this: 84 instead of 244 GFLOP/s at 16 x 2048 x 5632).
-      for (int u = 4; u < 8; ++u) _mm_prefetch(b + (2 * p + u) * ldb + j, _MM_HINT_T0);
-      const __m512i x0 = load(2 * p, j, cols), x1 = load(2 * p + 1, j, cols);
-      const __m512i x2 = load(2 * p + 2, j, cols), x3 = load(2 * p + 3, j, cols);
-      const __m512bh lo01 = (__m512bh)_mm512_unpacklo_epi16(x0, x1);
-      const __m512bh hi01 = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
-      const __m512bh lo23 = (__m512bh)_mm512_unpacklo_epi16(x2, x3);
-      const __m512bh hi23 = (__m512bh)_mm512_unpackhi_epi16(x2, x3);
+      for (int u = 2 * kPairsPerPass; u < 4 * kPairsPerPass; ++u)
+        _mm_prefetch(b + (2 * p + u) * ldb + j, _MM_HINT_T0);
+      __m512bh lo[kPairsPerPass], hi[kPairsPerPass];
+      for (int q = 0; q < kPairsPerPass; ++q) {
+        const __m512i x0 = load(2 * (p + q), j, cols), x1 = load(2 * (p + q) + 1, j, cols);
+        lo[q] = (__m512bh)_mm512_unpacklo_epi16(x0, x1);
+        hi[q] = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
+      }
       float* acc = scratch + j;
-#pragma GCC unroll 4
+#pragma GCC unroll 2
       for (int64_t r = 0; r < m; ++r) {
-        const Pair* ar = ap + p * kStreamRowsMax + r;  // the last pair row is zero past kp
-        const __m512bh a01 = (__m512bh)_mm512_set1_epi32(static_cast<int>(ar[0]));
-        const __m512bh a23 = (__m512bh)_mm512_set1_epi32(static_cast<int>(ar[kStreamRowsMax]));
+        const Pair* ar = ap + p * kStreamRowsMax + r;  // pair rows past kp are zero
         float* c = acc + r * strips * kStrip;
-        __m512 lo = _mm512_loadu_ps(c), hi = _mm512_loadu_ps(c + kL);
-        lo = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo, a01, lo01), a23, lo23);
-        hi = _mm512_dpbf16_ps(_mm512_dpbf16_ps(hi, a01, hi01), a23, hi23);
-        _mm512_storeu_ps(c, lo);
-        _mm512_storeu_ps(c + kL, hi);
+        __m512 clo = _mm512_loadu_ps(c), chi = _mm512_loadu_ps(c + kL);
+#pragma GCC unroll 4
+        for (int q = 0; q < kPairsPerPass; ++q) {
+          const __m512bh aq = (__m512bh)_mm512_set1_epi32(static_cast<int>(ar[q * kStreamRowsMax]));
+          clo = _mm512_dpbf16_ps(clo, aq, lo[q]);
+          chi = _mm512_dpbf16_ps(chi, aq, hi[q]);
+        }
+        _mm512_storeu_ps(c, clo);
+        _mm512_storeu_ps(c + kL, chi);
       }
     }
   }
@@ -225,9 +232,10 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
 inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kBF16> a,
                          Src<DT::kBF16> b) {
   const int64_t kp = (k + 1) / 2;
-  auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, (kp + 1) * kStreamRowsMax));
+  const int64_t kpp = (kp + kPairsPerPass - 1) / kPairsPerPass * kPairsPerPass;
+  auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, kpp * kStreamRowsMax));
   const bool a_ok = PackAPairs<kStreamRowsMax>(ap, a, m, k);
-  std::fill(ap + kp * kStreamRowsMax, ap + (kp + 1) * kStreamRowsMax, Pair{0});
+  std::fill(ap + kp * kStreamRowsMax, ap + kpp * kStreamRowsMax, Pair{0});
   // Column blocks whose scratch fills half the L1.
   const int64_t cols = std::max<int64_t>(PTOX_CPU_L1_BYTES / 2 / 4 / m / kStrip * kStrip, kStrip);
   float* scratch = PackBuffer(2, m * cols);

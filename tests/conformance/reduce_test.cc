@@ -199,7 +199,8 @@ std::vector<RunConfig> MatmulWideConfigs(DType d) {
 // packed pairs with an odd K, partial panels (128 columns = two 48-column panels and a 32-column
 // one for the narrower kernel), 4..16-row and larger blocks.
 std::vector<RunConfig> MatmulDpConfigs(DType d) {
-  return MatmulSizes(d, {{36, 101, 130}, {9, 64, 49}, {40, 1, 3}, {17, 300, 97}}, 490);
+  return MatmulSizes(d, {{36, 101, 130}, {9, 64, 49}, {10, 37, 70}, {40, 1, 3}, {17, 300, 97}},
+                     490);
 }
 std::vector<RunConfig> MatmulGemvConfigs(DType d) {
   return MatmulSizes(d, {{1, 64, 72}, {1, 63, 71}, {2, 130, 145}, {1, 1, 1}}, 500);
