@@ -80,18 +80,24 @@ void Parallel(int threads, const std::function<void(int)>& fn) {
   for (auto& t : ts) t.join();
 }
 
+// The f32 FMA peak ("fma-loop": the ceiling of f32 rows) and, where the host has AVX512_BF16,
+// the bf16 dot-product peak ("bf16-dot-loop": the ceiling of the bf16 SwiGLU rows).
 void MeasureFmaPeak(int threads) {
-  const ptox::FmaKernel k = ptox::BestFmaKernel();
-  const int64_t n = ptox::FmaIterations(k);
-  Row r{"ceiling",
-        "FMA peak (" + std::to_string(ptox::kFmaChains) + " chains, " + std::string(k.isa) + ")",
-        "fma-loop",
-        "GFLOP/s",
-        threads,
-        2.0 * k.lanes * ptox::kFmaChains * n * threads,
-        {}};
-  r.s = TimeIt([&] { ptox::RunFmaOnThreads(k, threads, n); });
-  Record(r);
+  for (const ptox::FmaKernel& k : {ptox::BestFmaKernel(), ptox::Bf16DotKernel()}) {
+    if (k.isa == nullptr) continue;
+    const bool dot = k.run == ptox::Bf16DotKernel().run;
+    const int64_t n = ptox::FmaIterations(k);
+    Row r{"ceiling",
+          std::string(dot ? "bf16 dot peak (" : "FMA peak (") + std::to_string(ptox::kFmaChains) +
+              " chains, " + k.isa + ")",
+          dot ? "bf16-dot-loop" : "fma-loop",
+          "GFLOP/s",
+          threads,
+          2.0 * k.lanes * ptox::kFmaChains * n * threads,
+          {}};
+    r.s = TimeIt([&] { ptox::RunFmaOnThreads(k, threads, n); });
+    Record(r);
+  }
 }
 
 __attribute__((noinline, target_clones("avx512f", "default"))) void Triad(
@@ -341,9 +347,10 @@ float FromBf16(uint16_t h) {
   return f;
 }
 
-// The same MLP as three oneDNN bf16 matmul primitives, as a oneDNN user would write it: weights
-// reordered once into oneDNN's preferred (blocked) layout, silu fused into the gate matmul as an
-// eltwise_swish post-op and the product into the up matmul as a binary_mul post-op.
+// The same MLP as three oneDNN bf16 matmul primitives, as a oneDNN user would write it: silu
+// fused into the gate matmul as an eltwise_swish post-op and the product into the up matmul as a
+// binary_mul post-op; weights reordered once, outside the timing, into oneDNN's preferred
+// (blocked) layout ("onednn"), or left row-major as ptox reads them ("onednn-plain").
 struct OnednnSwiglu {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
@@ -355,6 +362,7 @@ struct OnednnSwiglu {
   dnnl::memory Weights(const dnnl::matmul::primitive_desc& pd, std::vector<uint16_t>& w,
                        int64_t r, int64_t c) {
     dnnl::memory plain({{r, c}, dt::bf16, tag::ab}, eng, w.data());
+    if (pd.weights_desc() == plain.get_desc()) return plain;
     dnnl::memory packed(pd.weights_desc(), eng);
     dnnl::reorder(plain, packed).execute(strm, plain, packed);
     strm.wait();
@@ -362,10 +370,11 @@ struct OnednnSwiglu {
   }
   OnednnSwiglu(int64_t m, int64_t d, int64_t f, std::vector<uint16_t>& xv,
                std::vector<uint16_t>& wgv, std::vector<uint16_t>& wuv, std::vector<uint16_t>& wdv,
-               std::vector<uint16_t>& yv) {
+               std::vector<uint16_t>& yv, bool prepacked) {
     dnnl::memory::desc xd({m, d}, dt::bf16, tag::ab), hd({m, f}, dt::bf16, tag::ab);
     dnnl::memory::desc yd({m, d}, dt::bf16, tag::ab);
-    dnnl::memory::desc w1({d, f}, dt::bf16, tag::any), w2({f, d}, dt::bf16, tag::any);
+    const tag wt = prepacked ? tag::any : tag::ab;
+    dnnl::memory::desc w1({d, f}, dt::bf16, wt), w2({f, d}, dt::bf16, wt);
     dnnl::post_ops swish, mul;
     swish.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
     mul.append_binary(dnnl::algorithm::binary_mul, hd);
@@ -404,8 +413,11 @@ void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
                             std::to_string(f);
   const double flops = 6.0 * m * d * f;
   SetThreads(threads);
-  OnednnSwiglu dnn(m, d, f, x, wg, wu, wd, yref);
-  Record({"swiglu", shape, "onednn", "GFLOP/s", threads, flops, TimeIt([&] { dnn.Run(); })});
+  for (bool prepacked : {true, false}) {
+    OnednnSwiglu dnn(m, d, f, x, wg, wu, wd, yref, prepacked);
+    Record({"swiglu", shape, prepacked ? "onednn" : "onednn-plain", "GFLOP/s", threads, flops,
+            TimeIt([&] { dnn.Run(); })});
+  }
   // Each phase takes the tiles Tiles() gives its matmul (gate / up: M x D x F; down: M x F x D).
   std::map<std::string, std::string> vars;
   for (const auto& [phase, mkn] : {std::pair<std::string, std::array<int64_t, 3>>{"G", {m, d, f}},
@@ -431,10 +443,16 @@ void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
 
 // ---- Reports ------------------------------------------------------------------------------------
 
-double Ceiling(const std::string& unit, int threads) {
-  for (const Row& r : g_rows)
-    if (r.group == "ceiling" && r.unit == unit && r.threads == threads) return r.Rate();
-  return 0;
+// The same-run ceiling of a row: triad for GB/s, the bf16 dot-product peak for the bf16 SwiGLU
+// (the FMA peak where the host has no AVX512_BF16), else the f32 FMA peak.
+double Ceiling(const Row& row) {
+  double fma = 0, dot = 0, triad = 0;
+  for (const Row& r : g_rows) {
+    if (r.group != "ceiling" || r.threads != row.threads) continue;
+    (r.impl == "triad" ? triad : r.impl == "bf16-dot-loop" ? dot : fma) = r.Rate();
+  }
+  if (row.unit == "GB/s") return triad;
+  return row.group == "swiglu" && dot > 0 ? dot : fma;
 }
 
 void WriteJson(const std::string& path, const std::string& corename) {
@@ -488,7 +506,7 @@ void WriteGroupTable(std::ofstream& out, const std::string& group) {
       std::snprintf(buf, sizeof buf, " %.1f |", row.count(i) ? row[i]->Rate() : 0.0);
       out << buf;
     }
-    const double ceil = Ceiling(any.unit == "GB/s" ? "GB/s" : "GFLOP/s", any.threads);
+    const double ceil = Ceiling(any);
     std::snprintf(buf, sizeof buf, " %.0f%% | %.0f%% |",
                   p ? 100.0 * (p->s.max - p->s.min) / p->s.median : 0.0,
                   p && ceil > 0 ? 100.0 * p->Rate() / ceil : 0.0);

@@ -46,6 +46,24 @@ __attribute__((target("avx512f"))) PTOX_FMA_OPT float FmaLoopAvx512(int64_t iter
   return total;
 }
 
+__attribute__((target("avx512f,avx512bf16"))) PTOX_FMA_OPT float DotLoopBf16(int64_t iters) {
+  __m512 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // (1.0, 1.0) pairs
+  const __m512bh b = (__m512bh)_mm512_set1_epi32(0x33d633d6);  // (1e-7, 1e-7) pairs
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kFmaChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, s);
+  float total = 0;
+  for (float x : out) total += x;
+  return total;
+}
+
 __attribute__((target("avx2,fma"))) PTOX_FMA_OPT float FmaLoopAvx2(int64_t iters) {
   __m256 acc[kFmaChains];
   for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
@@ -95,6 +113,14 @@ FmaKernel BestFmaKernel() {
   if (f.avx2 && f.fma && f.os_ymm) return {"avx2", 8, &FmaLoopAvx2};
 #endif
   return {"scalar", 1, &FmaLoopScalar};
+}
+
+FmaKernel Bf16DotKernel() {
+#if PTOX_FMA_X86
+  static const CpuFeatures f = Detect();
+  if (f.avx512_bf16 && f.os_zmm) return {"avx512bf16", 32, &DotLoopBf16};
+#endif
+  return {nullptr, 0, nullptr};
 }
 
 int64_t FmaIterations(const FmaKernel& k) {

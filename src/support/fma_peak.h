@@ -23,6 +23,10 @@ struct FmaKernel {
 // else AVX2 + FMA where the OS saves YMM state, else scalar.
 FmaKernel BestFmaKernel();
 
+// The bf16 dot-product loop (vdpbf16ps: 16 lanes x 2 products and adds per instruction, counted
+// as lanes = 32) where the host has AVX512_BF16, the ceiling of bf16 matmuls; else isa = nullptr.
+FmaKernel Bf16DotKernel();
+
 // Iterations per thread for one run of `k` of about 0.1 s (20M for the vector loops).
 int64_t FmaIterations(const FmaKernel& k);
 
