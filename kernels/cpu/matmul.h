@@ -283,7 +283,10 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
 // B is a packed panel (DB = f32, ldb = kNR) or, for few-row products, B itself read in place
 // (any float format, ldb = its row stride).
 // kNVc < kNV: a narrower last panel (kNVc vectors of its columns).
-template <DT DB = DT::kF32, int kNVc = kNV>
+// kPrefetchNext (B in place): prefetch the next panel's columns 16 rows ahead — each row of a
+// panel is a 192-byte run the hardware prefetchers do not follow across rows (16 x 4096 x 11008:
+// 92 -> 125 GFLOP/s on one thread).
+template <DT DB = DT::kF32, int kNVc = kNV, bool kPrefetchNext = false>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a,
                                                        const Unaligned<Memory<DB>>* b, int64_t ldb,
                                                        float* c, int64_t ldc) {
@@ -299,6 +302,9 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
     V bv[kNVc];
 #pragma GCC unroll 4
     for (int v = 0; v < kNVc; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
+    if constexpr (kPrefetchNext)
+#pragma GCC unroll 4
+      for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (k + 16) * ldb + kNR + v * kL, _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
       const V ar = Vec::Set1(a[k * kMR + r]);
@@ -414,10 +420,10 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
             MicroKernelN(static_cast<int>((w + kL - 1) / kL), kc, a_panel, bp, kNR, t, ld);
           });
         else if (h == kMR)
-          MicroKernel<DB>(kc, a_panel, bj.p, b.rs, cb, ldc);
+          MicroKernel<DB, kNV, true>(kc, a_panel, bj.p, b.rs, cb, ldc);
         else
           ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
-            MicroKernel<DB>(kc, a_panel, bj.p, b.rs, t, ld);
+            MicroKernel<DB, kNV, true>(kc, a_panel, bj.p, b.rs, t, ld);
           });
       }
     }
