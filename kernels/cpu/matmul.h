@@ -194,16 +194,19 @@ template <DT D>
 __attribute__((noinline)) void PackB(float* dst, Src<D> b, int64_t kc, int64_t nc) {
   if (b.cs == 1) {  // row by row in groups of 4 panels: runs of 768 bytes the prefetchers
     // follow, written to 4 panels at a time (all panels of a 1024-column block at once: 16 GB/s
-    // from memory; a panel at a time: 17; 4 panels: 19-30)
+    // from memory; a panel at a time: 17; 4 panels: 17-30), the same columns 8 rows ahead
+    // prefetched (17 -> 19 GB/s)
     constexpr int64_t kGroup = 4 * kNR;
     const int64_t full = nc / kNR * kNR;
     for (int64_t g = 0; g < full; g += kGroup)
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t j0 = g; j0 < std::min(full, g + kGroup); j0 += kNR)
 #pragma GCC unroll 4
-          for (int v = 0; v < kNV; ++v)
+          for (int v = 0; v < kNV; ++v) {
+            _mm_prefetch(b.p + (k + 8) * b.rs + j0 + v * kL, _MM_HINT_T0);
             Vec::Store(dst + j0 * kc + k * kNR + v * kL,
                        Vec::Widen<D>(b.p + k * b.rs + j0 + v * kL));
+          }
     if (full < nc)
       for (int64_t k = 0; k < kc; ++k)
         WidenRow<D>(dst + full * kc + k * kNR, b.p + k * b.rs + full, nc - full);
