@@ -449,7 +449,9 @@ double Ceiling(const Row& row) {
   double fma = 0, dot = 0, triad = 0;
   for (const Row& r : g_rows) {
     if (r.group != "ceiling" || r.threads != row.threads) continue;
-    (r.impl == "triad" ? triad : r.impl == "bf16-dot-loop" ? dot : fma) = r.Rate();
+    if (r.impl == "triad") triad = r.Rate();
+    else if (r.impl == "bf16-dot-loop") dot = r.Rate();
+    else fma = r.Rate();
   }
   if (row.unit == "GB/s") return triad;
   return row.group == "swiglu" && dot > 0 ? dot : fma;

@@ -370,7 +370,7 @@ class Converter {
 
   // Matmul tiles. Where the target reads matmul operands in place (its kernel packs and blocks
   // them for the caches itself), tiles only set the task grain and how often each operand block
-  // is packed (B once per row tile, A once per column tile: 2048^3 ran ~10 % faster in
+  // is packed (B once per row tile, A once per column tile: 2048^3 ran 5-10 % faster in
   // 512 x 1024 x 2048 tiles than in 256 x 512 x 1024): 512 x 1024 outputs over 2048-deep K
   // slices, shrunk while a static problem has fewer than 8 tiles (work for every core); skinny M
   // (<= 16) keeps all rows and takes whole-K column stripes of >= 512 (long runs of each weight
