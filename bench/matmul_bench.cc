@@ -190,6 +190,10 @@ std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
   auto tasks = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
   int64_t tm = 512, tn = 1024, tk = 2048;
   if (m <= 16) tm = m, tn = std::max<int64_t>(512, (n / 8 + 15) / 16 * 16), tk = k;
+  if (m > 16 && m <= tm && n >= 8 * 128) {  // all rows in one tile: 8k equal column stripes
+    const int64_t stripes = 8 * ((n + 8 * tn - 1) / (8 * tn));
+    tn = ((n + stripes - 1) / stripes + 15) / 16 * 16;
+  }
   while (tasks(tm, tn) < 8) {
     if (tn > 128 && (tn >= tm || m <= 16 || tm <= 64)) tn /= 2;
     else if (m > 16 && tm > 64) tm /= 2;
