@@ -28,14 +28,8 @@ namespace ptox {
 namespace {
 
 #if PTOX_FMA_X86
-__attribute__((target("avx512f"))) PTOX_FMA_OPT float FmaLoopAvx512(int64_t iters) {
-  __m512 acc[kFmaChains];
-  for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
-  const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 24
-    for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
+// The sum of all lanes of the kFmaChains accumulators.
+__attribute__((target("avx512f"))) PTOX_FMA_OPT float Total512(const __m512* acc) {
   __m512 s = acc[0];
   for (int i = 1; i < kFmaChains; ++i) s = _mm512_add_ps(s, acc[i]);
   // Not _mm512_reduce_add_ps: GCC 12 warns falsely inside it (-Wuninitialized).
@@ -44,6 +38,17 @@ __attribute__((target("avx512f"))) PTOX_FMA_OPT float FmaLoopAvx512(int64_t iter
   float total = 0;
   for (float x : out) total += x;
   return total;
+}
+
+__attribute__((target("avx512f"))) PTOX_FMA_OPT float FmaLoopAvx512(int64_t iters) {
+  __m512 acc[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  return Total512(acc);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) PTOX_FMA_OPT float DotLoopBf16(int64_t iters) {
@@ -55,13 +60,7 @@ __attribute__((target("avx512f,avx512bf16"))) PTOX_FMA_OPT float DotLoopBf16(int
 #pragma GCC unroll 24
     for (int i = 0; i < kFmaChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
   }
-  __m512 s = acc[0];
-  for (int i = 1; i < kFmaChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  alignas(64) float out[16];
-  _mm512_store_ps(out, s);
-  float total = 0;
-  for (float x : out) total += x;
-  return total;
+  return Total512(acc);
 }
 
 __attribute__((target("avx2,fma"))) PTOX_FMA_OPT float FmaLoopAvx2(int64_t iters) {
