@@ -83,9 +83,10 @@ void Parallel(int threads, const std::function<void(int)>& fn) {
 // The f32 FMA peak ("fma-loop": the ceiling of f32 rows) and, where the host has AVX512_BF16,
 // the bf16 dot-product peak ("bf16-dot-loop": the ceiling of the bf16 SwiGLU rows).
 void MeasureFmaPeak(int threads) {
-  for (const ptox::FmaKernel& k : {ptox::BestFmaKernel(), ptox::Bf16DotKernel()}) {
+  const std::pair<ptox::FmaKernel, bool> kernels[] = {{ptox::BestFmaKernel(), false},
+                                                      {ptox::Bf16DotKernel(), true}};
+  for (const auto& [k, dot] : kernels) {
     if (k.isa == nullptr) continue;
-    const bool dot = k.run == ptox::Bf16DotKernel().run;
     const int64_t n = ptox::FmaIterations(k);
     Row r{"ceiling",
           std::string(dot ? "bf16 dot peak (" : "FMA peak (") + std::to_string(ptox::kFmaChains) +

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <type_traits>
 
 #include "kernels/cpu/core.h"
 #include "kernels/cpu/memory.h"
@@ -280,9 +281,45 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
   }
 }
 
-// c[kMR x kNR] (ldc apart) += a_panel * b_panel over kc. The products sum in registers from zero
-// and C is added once at the end (a reordering within the documented bound): C's lines, which
-// come from L3 or memory, are prefetched at the start and have arrived by then.
+// The start and end of every micro-kernel (f32 and bf16): the products of a kMR x kNVc-vector
+// block of C sum in registers from zero and C is added once at the end (a reordering within the
+// documented bound): C's lines, which come from L3 or memory, are prefetched at the start and
+// have arrived by then.
+template <int kNVc>
+__attribute__((always_inline)) inline void StartBlock(V (&acc)[kMR][kNVc], const float* c,
+                                                      int64_t ldc) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kMR; ++r) {
+#pragma GCC unroll 8
+    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Zero();
+  }
+}
+template <int kNVc>
+__attribute__((always_inline)) inline void AddBlock(const V (&acc)[kMR][kNVc], float* c,
+                                                    int64_t ldc) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNVc; ++v) {
+      float* p = c + r * ldc + v * kL;
+      Vec::Store(p, Vec::Add(Vec::Load(p), acc[r][v]));
+    }
+}
+
+// Calls f(std::integral_constant<int, nv>{}) for the vectors of columns nv (1 .. kNV) a panel
+// needs: the narrower last panel that power-of-two tiles leave with 48-column panels takes a
+// narrower kernel.
+template <typename F>
+__attribute__((always_inline)) inline void WithVectors(int nv, F f) {
+  if constexpr (kNV == 3)
+    if (nv == 2) return f(std::integral_constant<int, 2>{});
+  if (nv == 1) return f(std::integral_constant<int, 1>{});
+  f(std::integral_constant<int, kNV>{});
+}
+
+// c[kMR x kNR] (ldc apart) += a_panel * b_panel over kc, as StartBlock / AddBlock describe.
 // B is a packed panel (DB = f32, ldb = kNR) or, for few-row products, B itself read in place
 // (any float format, ldb = its row stride).
 // kNVc < kNV: a narrower last panel (kNVc vectors of its columns).
@@ -294,13 +331,7 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
                                                        const Unaligned<Memory<DB>>* b, int64_t ldb,
                                                        float* c, int64_t ldc) {
   V acc[kMR][kNVc];
-#pragma GCC unroll 16
-  for (int r = 0; r < kMR; ++r) {
-#pragma GCC unroll 8
-    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
-#pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Zero();
-  }
+  StartBlock(acc, c, ldc);
   for (int64_t k = 0; k < kc; ++k) {
     V bv[kNVc];
 #pragma GCC unroll 4
@@ -315,23 +346,14 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
       for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) {
-      float* p = c + r * ldc + v * kL;
-      Vec::Store(p, Vec::Add(Vec::Load(p), acc[r][v]));
-    }
+  AddBlock(acc, c, ldc);
 }
 
 // MicroKernel over the first nv (1 .. kNV) vectors of the panel's columns.
 template <DT DB = DT::kF32>
 inline void MicroKernelN(int nv, int64_t kc, const float* a, const Unaligned<Memory<DB>>* b,
                          int64_t ldb, float* c, int64_t ldc) {
-  if constexpr (kNV == 3)
-    if (nv == 2) return MicroKernel<DB, 2>(kc, a, b, ldb, c, ldc);
-  if (nv == 1) return MicroKernel<DB, 1>(kc, a, b, ldb, c, ldc);
-  MicroKernel<DB>(kc, a, b, ldb, c, ldc);
+  WithVectors(nv, [&](auto n) { MicroKernel<DB, n>(kc, a, b, ldb, c, ldc); });
 }
 
 // A block of h < kMR rows or w < kNR columns: kernel(c, ldc) writes a full kMR x kNR block, so

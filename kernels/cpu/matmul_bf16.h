@@ -126,14 +126,8 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
 template <int kNVc = kNV>
 __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair* a, const Pair* b,
                                                          float* c, int64_t ldc) {
-  __m512 acc[kMR][kNVc];
-#pragma GCC unroll 16
-  for (int r = 0; r < kMR; ++r) {
-#pragma GCC unroll 8
-    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
-#pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
+  V acc[kMR][kNVc];
+  StartBlock(acc, c, ldc);
   for (int64_t p = 0; p < kp; ++p) {
     __m512bh bv[kNVc];
 #pragma GCC unroll 4
@@ -145,25 +139,14 @@ __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair*
       for (int v = 0; v < kNVc; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < kNVc; ++v) {
-      float* p = c + r * ldc + v * kL;
-      _mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), acc[r][v]));
-    }
+  AddBlock(acc, c, ldc);
 }
 
 inline void MacroKernelDp(int64_t kp, int64_t mc, int64_t nc, const Pair* ap, const Pair* bp,
                           float* c, int64_t ldc) {
   ForEachBlock(kp, mc, nc, ap, bp, c, ldc,
                [&](const Pair* a, const Pair* b, float* cb, int64_t ld, int nv) {
-                 if (nv == 1)
-                   MicroKernelDp<1>(kp, a, b, cb, ld);
-                 else if (nv == 2)
-                   MicroKernelDp<2>(kp, a, b, cb, ld);
-                 else
-                   MicroKernelDp(kp, a, b, cb, ld);
+                 WithVectors(nv, [&](auto n) { MicroKernelDp<n>(kp, a, b, cb, ld); });
                });
 }
 
