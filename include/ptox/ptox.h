@@ -54,6 +54,13 @@ class Program {
   Result<std::vector<ParamInfo>> Params(std::string_view function = {}) const;
   const ir::Module& module() const { return *module_; }
 
+  // Drops the blocks kept for constant inputs (RunOptions::constants) by this program and its
+  // copies; call it before changing or freeing a tensor passed as a constant. Waits for runs in
+  // progress.
+  void ForgetConstants() const;
+  // The bytes those blocks hold now.
+  int64_t ConstantBytes() const;
+
  private:
   friend Status Run(const Program& program, const std::vector<Arg>& args,
                     const struct RunOptions& options);
@@ -80,6 +87,14 @@ struct RunOptions {
   // Fuse tensor-level elementwise ops into shared kernels; false compiles one kernel per tensor
   // op (the baseline fusion is measured against). Tile-level programs are unaffected.
   bool fuse = true;
+  // Tensor inputs (parameter names) whose contents stay the same from run to run, such as model
+  // weights. Compiled targets keep the blocks their matmuls pack from these (B operands) across
+  // runs of the program instead of packing them on every run, as a library's prepacked weights:
+  // memory about the size of those inputs (Program::ConstantBytes). Blocks are found by address,
+  // strides and extent: after changing a constant, call Program::ForgetConstants. A run that
+  // finds the first row of a kept block changed fails instead of using stale data (a spot
+  // check, not a guarantee). The interpreter packs nothing and ignores the list.
+  std::vector<std::string> constants;
 };
 
 // Runs the program on `args` (one per parameter). Inputs are never modified; an output that

@@ -8,16 +8,35 @@ namespace ptox::cpu {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI or the tile library's semantics change; part of every cache key.
-inline constexpr int kAbiVersion = 3;
+inline constexpr int kAbiVersion = 4;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
 enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
+
+// A block of a constant tensor as a kernel packs it: where it starts, its element strides and
+// extent, and the kernel's packed layout (the host only compares keys).
+struct PackKey {
+  const void* origin;
+  int64_t row_stride, col_stride, rows, cols;
+  int64_t format;
+};
+
+// Packed copies of blocks of constant tensors (RunOptions::constants), kept by the host across
+// runs. get() returns the 64-byte aligned, `bytes`-long copy for `key`, which fill(dst,
+// fill_ctx) writes the first time anyone asks for it (concurrent askers wait for that), or
+// nullptr when the host cannot keep it (the kernel then packs the block itself).
+struct PackCache {
+  void* ctx;
+  void* (*get)(void* ctx, const PackKey* key, int64_t bytes, void (*fill)(void* dst, void* fill_ctx),
+               void* fill_ctx);
+};
 
 struct TensorArg {
   void* data;
   int64_t rank;
   int64_t shape[kMaxRank];
   int64_t strides[kMaxRank];  // in elements
+  const PackCache* packed;    // non-null for a constant tensor: where its packed blocks live
 };
 
 // One per function parameter: `t` for tensors, `i` for integer / bool scalars, `f` for floats.

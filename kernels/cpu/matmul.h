@@ -30,6 +30,7 @@ struct View {
   const char* base = nullptr;
   int64_t rs = 0, cs = 0;  // element strides
   int64_t vr = 0, vc = 0;  // valid rows / cols (the rest would be padding, which matmul ignores)
+  const PackCache* packed = nullptr;  // a constant tensor's kept blocks (TensorArg::packed)
 };
 
 template <DT D, int R, int C>
@@ -42,18 +43,21 @@ void LoadView(Ctx& ctx, View<D, R, C>& out, const TensorArg& t, std::initializer
   out.cs = w.col_stride;
   out.vr = std::min<int64_t>(R, w.rows);
   out.vc = std::min<int64_t>(C, w.cols);
+  out.packed = t.packed;
 }
 
 namespace mm {
 
 // Element (i, j) of an operand is p[i * rs + j * cs] in dtype D's memory format (tiles: f32).
+// `packed`: the operand is part of a constant tensor whose packed blocks the host keeps.
 template <DT D>
 struct Src {
   const Unaligned<Memory<D>>* p;
   int64_t rs, cs;
+  const PackCache* packed = nullptr;
   float At(int64_t i, int64_t j) const { return FromMemory<D>(p[i * rs + j * cs]); }
-  Src Offset(int64_t i, int64_t j) const { return {p + i * rs + j * cs, rs, cs}; }
-  Src Transposed() const { return {p, cs, rs}; }
+  Src Offset(int64_t i, int64_t j) const { return {p + i * rs + j * cs, rs, cs, packed}; }
+  Src Transposed() const { return {p, cs, rs, packed}; }
 };
 
 template <DT D, int R, int C>
@@ -62,7 +66,7 @@ Src<DT::kF32> SrcOf(const Tile<D, R, C>& t) {
 }
 template <DT D, int R, int C>
 Src<D> SrcOf(const View<D, R, C>& v) {
-  return {reinterpret_cast<const Unaligned<Memory<D>>*>(v.base), v.rs, v.cs};
+  return {reinterpret_cast<const Unaligned<Memory<D>>*>(v.base), v.rs, v.cs, v.packed};
 }
 
 // The exact reference order: each element accumulates in increasing k, product rounded before
@@ -179,6 +183,54 @@ inline float* PackBuffer(int which, int64_t floats) {
     if (b.p == nullptr) std::abort();  // tens of KiB to a few MiB; no way to go on without it
   }
   return b.p;
+}
+
+// Blocks of a constant B (Src::packed) are packed once and kept by the host across runs. A kept
+// block is a 64-byte header (the packing's range check), the block's first row as it was in
+// memory (to notice a constant changed without Program::ForgetConstants), then the panels.
+enum PackKind : int64_t { kF32Panels = 1, kPairPanels = 2 };
+
+struct Kept {
+  const void* panels = nullptr;  // nullptr: B is not constant, the host could not keep the block,
+  bool ok = true;                // or the spot check failed (ctx failed); ok: the range check
+};
+
+// The kept kc x nc block at b, made by pack(dst) -> range check into `bytes` bytes.
+template <DT D, typename Pack>
+Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_t bytes,
+               Pack pack) {
+  if (b.packed == nullptr) return {};
+  using M = Memory<D>;
+  constexpr int64_t kSize = sizeof(M);
+  const int64_t head = 64 + (nc * kSize + 63) / 64 * 64;
+  auto fill = [&](void* dst) {
+    char* d = static_cast<char*>(dst);
+    const int64_t ok = pack(d + head) ? 1 : 0;
+    std::memcpy(d, &ok, sizeof ok);
+    for (int64_t j = 0; j < nc; ++j) {
+      const M x = b.p[j * b.cs];
+      std::memcpy(d + 64 + j * kSize, &x, kSize);
+    }
+  };
+  using Fill = decltype(fill);
+  // The layout depends on the kind, the source format and the panel width (the ISA).
+  const PackKey key{b.p, b.rs, b.cs, kc, nc, (kind * 16 + static_cast<int64_t>(D)) * 1024 + kNR};
+  const auto* blk = static_cast<const char*>(b.packed->get(
+      b.packed->ctx, &key, head + bytes, [](void* dst, void* f) { (*static_cast<Fill*>(f))(dst); },
+      &fill));
+  if (blk == nullptr) return {};
+  for (int64_t j = 0; j < nc; ++j) {
+    const M x = b.p[j * b.cs];
+    if (std::memcmp(blk + 64 + j * kSize, &x, kSize) != 0) {
+      ctx.Error("tile.matmul: a constant input changed after its packed copy was made (column %lld "
+                "of the block at %p); call Program::ForgetConstants() after changing a constant",
+                static_cast<long long>(j), static_cast<const void*>(b.p));
+      return {};
+    }
+  }
+  int64_t ok = 0;
+  std::memcpy(&ok, blk, sizeof ok);
+  return {blk + head, ok != 0};
 }
 
 // One row of n elements as f32 (n <= kNR), zero-filled to kNR.
@@ -400,17 +452,33 @@ inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, con
 
 // The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
 // blocks in order.
+// The packed block of B at (pc, jc) as f32 panels: kept (constant B) or packed into `buf`.
+template <DT DB>
+const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) {
+  const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
+  auto pack = [&](void* dst) {
+    PackB<DB>(static_cast<float*>(dst), b, kc, nc);
+    return true;
+  };
+  const Kept kept = KeptBlock(ctx, b, kF32Panels, kc, nc, kc * ncp * 4, pack);
+  if (kept.panels || ctx.failed()) return static_cast<const float*>(kept.panels);
+  pack(buf);
+  return buf;
+}
+
 template <DT DA, DT DB>
-void GemmPacked(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+void GemmPacked(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a,
+                Src<DB> b) {
   const int64_t nc_max = (std::min<int64_t>(kNC, n) + kNR - 1) / kNR * kNR;
   const int64_t mc_max = std::min<int64_t>(kMC, (m + kMR - 1) / kMR * kMR);
-  float* bp = PackBuffer(0, kKC * nc_max);
+  float* buf = PackBuffer(0, kKC * nc_max);
   float* ap = PackBuffer(1, kKC * mc_max);
   for (int64_t jc = 0; jc < n; jc += kNC) {
     const int64_t nc = std::min<int64_t>(kNC, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKC) {
       const int64_t kc = std::min<int64_t>(kKC, k - pc);
-      PackB<DB>(bp, b.Offset(pc, jc), kc, nc);
+      const float* bp = PanelsOfB(ctx, buf, b.Offset(pc, jc), kc, nc);
+      if (bp == nullptr) return;  // ctx failed
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
         PackA<DA>(ap, a.Offset(ic, pc), mc, kc);
@@ -560,23 +628,27 @@ namespace mm {
 // the product when each element of B meets only a few rows of A.
 constexpr int64_t kStreamMaxRows = 16;
 
+// Few rows read B in place: packing it would cost about as much as their product. A constant B
+// is packed once, not per run, so products of 4 rows or more take the packed kernels then
+// (a GEMV reads B once either way).
 template <DT DA, DT DB>
-void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a,
+          Src<DB> b) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  const bool in_place = m < 4 || (m <= kStreamMaxRows && b.packed == nullptr);
 #ifdef PTOX_CPU_MATMUL_BF16
   if constexpr (DA == DT::kBF16 && DB == DT::kBF16) {
-    if (m >= 4 && m <= kStreamMaxRows && b.cs == 1) return StreamRowsDp(c, ldc, m, n, k, a, b);
-    if (m > kStreamMaxRows && b.cs == 1) return GemmPackedDp(c, ldc, m, n, k, a, b);
+    if (in_place && m >= 4 && b.cs == 1) return StreamRowsDp(c, ldc, m, n, k, a, b);
+    if (!in_place && b.cs == 1) return GemmPackedDp(ctx, c, ldc, m, n, k, a, b);
   }
 #endif
-  if (m < 4 && b.cs == 1) {
-    StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
-  } else if (m <= kStreamMaxRows && b.cs == 1) {
-    GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
-  } else if (m <= kStreamMaxRows && b.rs == 1 && a.cs == 1) {
+  if (in_place && b.cs == 1) {
+    if (m < 4) StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
+    else GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
+  } else if (in_place && b.rs == 1 && a.cs == 1) {
     DotRows<DA, DB>(c, ldc, m, n, k, a, b);
   } else {
-    GemmPacked<DA, DB>(c, ldc, m, n, k, a, b);
+    GemmPacked<DA, DB>(ctx, c, ldc, m, n, k, a, b);
   }
 }
 
@@ -587,31 +659,31 @@ void Gemm(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src
 // o (f32, holding the starting values) += a * b (B transposed: a * b^T) over the valid region:
 // rows < a.vr, columns < B's valid columns, k < K_valid. Operands are tiles or views.
 template <bool kTransB, typename O, typename A, typename B>
-void MatmulInto(O& o, const A& a, const B& b) {
+void MatmulInto(Ctx& ctx, O& o, const A& a, const B& b) {
   static_assert(IsFloatDT(A::kDType) && IsFloatDT(B::kDType), "matmul takes float operands");
   const int64_t k = std::min<int64_t>(a.vc, kTransB ? b.vc : b.vr);
   const int64_t m = std::min<int64_t>(a.vr, O::kRows);
   const int64_t n = std::min<int64_t>(kTransB ? b.vr : b.vc, O::kCols);
   auto bs = kTransB ? mm::SrcOf(b).Transposed() : mm::SrcOf(b);
 #ifdef PTOX_CPU_MATMUL_SIMD
-  mm::Gemm(o.v, O::kCols, m, n, k, mm::SrcOf(a), bs);
+  mm::Gemm(ctx, o.v, O::kCols, m, n, k, mm::SrcOf(a), bs);
 #else
   mm::GemmExact(o.v, O::kCols, m, n, k, mm::SrcOf(a), bs);
 #endif
 }
 
 template <bool kTransB, typename O, typename A, typename B>
-void Matmul(Ctx&, O& o, const A& a, const B& b) {
+void Matmul(Ctx& ctx, O& o, const A& a, const B& b) {
   std::fill(o.v, o.v + O::kRows * O::kCols, 0.0f);
-  MatmulInto<kTransB>(o, a, b);
+  MatmulInto<kTransB>(ctx, o, a, b);
   o.vr = a.vr;
   o.vc = kTransB ? b.vr : b.vc;
 }
 
 template <bool kTransB, typename O, typename A, typename B>
-void MatmulAcc(Ctx&, O& o, const O& c, const A& a, const B& b) {
+void MatmulAcc(Ctx& ctx, O& o, const O& c, const A& a, const B& b) {
   if (&o != &c) o = c;
-  MatmulInto<kTransB>(o, a, b);
+  MatmulInto<kTransB>(ctx, o, a, b);
   o.vr = std::min<int64_t>(c.vr, a.vr);
   o.vc = std::min<int64_t>(c.vc, kTransB ? b.vr : b.vc);
 }

@@ -253,29 +253,35 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
 // pair blocks (k blocks twice as deep: a pair panel takes the bytes of an f32 panel of half the
 // depth); a block pair that fails the range check is packed again as f32 and takes the f32
 // kernel. Either way the k blocks are summed in order.
-inline void GemmPackedDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kBF16> a,
-                         Src<DT::kBF16> b) {
-  if (b.cs != 1) return GemmPacked(c, ldc, m, n, k, a, b);
+inline void GemmPackedDp(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                         Src<DT::kBF16> a, Src<DT::kBF16> b) {
+  if (b.cs != 1) return GemmPacked(ctx, c, ldc, m, n, k, a, b);
   constexpr int64_t kKD = 2 * kKC;
   const int64_t nc_max = (std::min<int64_t>(kNC, n) + kNR - 1) / kNR * kNR;
   const int64_t mc_max = std::min<int64_t>(kMC, (m + kMR - 1) / kMR * kMR);
-  auto* bpd = reinterpret_cast<Pair*>(PackBuffer(2, kKC * nc_max));
+  auto* buf = reinterpret_cast<Pair*>(PackBuffer(2, kKC * nc_max));
   auto* apd = reinterpret_cast<Pair*>(PackBuffer(3, kKC * mc_max));
   for (int64_t jc = 0; jc < n; jc += kNC) {
     const int64_t nc = std::min<int64_t>(kNC, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKD) {
       const int64_t kc = std::min<int64_t>(kKD, k - pc);
-      const bool b_ok = PackBPairs(bpd, b.Offset(pc, jc), kc, nc);
-      float* bp = nullptr;  // the f32 block of B, packed on first need
+      const Src<DT::kBF16> bk = b.Offset(pc, jc);
+      const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
+      auto pack = [&](void* dst) { return PackBPairs(static_cast<Pair*>(dst), bk, kc, nc); };
+      Kept kept = KeptBlock(ctx, bk, kPairPanels, kc, nc, (kc + 1) / 2 * ncp * 4, pack);
+      if (ctx.failed()) return;
+      if (kept.panels == nullptr) kept = {buf, pack(buf)};
+      const auto* bpd = static_cast<const Pair*>(kept.panels);
+      const float* bp = nullptr;  // the f32 block of B, packed on first need
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
-        if (b_ok && PackAPairs(apd, a.Offset(ic, pc), mc, kc)) {
+        if (kept.ok && PackAPairs(apd, a.Offset(ic, pc), mc, kc)) {
           MacroKernelDp((kc + 1) / 2, mc, nc, apd, bpd, c + ic * ldc + jc, ldc);
           continue;
         }
         if (bp == nullptr) {
-          bp = PackBuffer(0, kc * nc_max);
-          PackB<DT::kBF16>(bp, b.Offset(pc, jc), kc, nc);
+          bp = PanelsOfB(ctx, PackBuffer(0, kc * nc_max), bk, kc, nc);
+          if (bp == nullptr) return;  // ctx failed
         }
         float* ap = PackBuffer(1, kc * mc_max);
         PackA<DT::kBF16>(ap, a.Offset(ic, pc), mc, kc);

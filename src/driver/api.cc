@@ -58,6 +58,7 @@ struct Program::Compiled {
   std::map<std::tuple<const ir::Func*, const targets::Target*, bool>,
            std::shared_ptr<const targets::Executable>>
       executables;
+  runtime::PackStore packs;  // blocks packed from constant inputs (RunOptions::constants)
 };
 
 Result<Program> Program::FromModule(ir::Module module) {
@@ -85,6 +86,12 @@ Result<Program> Program::FromFile(const std::string& path) {
   ss << in.rdbuf();
   return Parse(ss.str(), path);
 }
+
+void Program::ForgetConstants() const {
+  if (compiled_) compiled_->packs.Clear();
+}
+
+int64_t Program::ConstantBytes() const { return compiled_ ? compiled_->packs.bytes() : 0; }
 
 std::string Program::ToText() const { return ir::Print(*module_); }
 
@@ -306,12 +313,34 @@ std::vector<std::string> AvailableTargets() {
   return names;
 }
 
+namespace {
+
+// Which parameters of `f` RunOptions::constants names; each must be a tensor input.
+std::vector<bool> ConstantParams(const ir::Func& f, const std::vector<std::string>& names) {
+  std::vector<bool> constant(f.params.size(), false);
+  for (const std::string& name : names) {
+    size_t i = 0;
+    while (i < f.params.size() && f.params[i].value->name != name) ++i;
+    PTOX_CHECK(i < f.params.size(), Span{})
+        << "constant '" << name << "' is not a parameter of @" << f.name;
+    const ir::Param& p = f.params[i];
+    PTOX_CHECK(p.value->type.is_tensor() && p.dir == ir::Direction::kIn, Span{})
+        << "constant '" << name << "' must be a tensor input ('in'): only inputs stay unchanged "
+           "between runs";
+    constant[i] = true;
+  }
+  return constant;
+}
+
+}  // namespace
+
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options) {
   return Guard([&] {
     PTOX_CHECK(program.module_ != nullptr, Span{})
         << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
     const ir::Func* f = Entry(program.module(), options.function);
-    if (options.target == "interp") {
+    std::vector<bool> constant = ConstantParams(*f, options.constants);
+    if (options.target == "interp") {  // nothing to pack: constants change nothing
       interp::Run(*f, args);
       return;
     }
@@ -321,6 +350,8 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     targets::RunContext ctx{options.num_threads, options.check_nan,
                             options.trace ? &records : nullptr, {}};
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
+    ctx.constant = std::move(constant);
+    ctx.packs = &program.compiled_->packs;
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);
@@ -328,7 +359,10 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
       if (!slot) slot = driver::Compile(target, *f, options.fuse);
       exe = slot;
     }
-    exe->Run(args, ctx);
+    {
+      auto in_use = ctx.packs->Use();  // ForgetConstants waits for this run
+      exe->Run(args, ctx);
+    }
     if (options.trace) {
       options.trace->clear();
       for (const auto& r : records) {

@@ -9,6 +9,7 @@
 #include "ir/ir.h"
 #include "passes/pass.h"
 #include "ptox/tensor.h"
+#include "runtime/pack_store.h"
 #include "runtime/task_graph.h"
 
 namespace ptox::targets {
@@ -21,6 +22,10 @@ struct RunContext {
   bool check_nan = false;                      // fail a task whose outputs hold a NaN
   std::vector<runtime::TaskRecord>* records = nullptr;  // filled when not null
   std::vector<std::string> arg_names;          // parameter names, for error messages
+  // Parameters marked constant (RunOptions::constants; empty: none) and where kernels keep
+  // their packed blocks.
+  std::vector<bool> constant;
+  runtime::PackStore* packs = nullptr;
 };
 
 // A compiled function, ready to run on checked arguments.

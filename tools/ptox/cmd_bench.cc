@@ -1,5 +1,6 @@
 // `ptox bench [FILE] [--matmul MxKxN,...] [--dtype f32|bf16|f16] [--target T] [--threads 1,2]
-// [--reps N] [--no-fuse] [--json PATH]` (+ --function / --seed / --inputs / --dims / --scalars):
+// [--reps N] [--no-fuse] [--json PATH]` (+ --function / --seed / --inputs / --dims / --scalars /
+// --const):
 // times ptox::Run of a program, or of generated tensor-level matmuls, and prints per thread count
 // the median / min / max wall time, GFLOP/s and GB/s from the task trace, and the share of the
 // host's FMA peak measured in the same invocation (DESIGN.md, Benchmarks); then `OK`.
@@ -164,7 +165,8 @@ Result<Record> Measure(const Case& c, const BenchArgs& args, PreparedRun& run, i
   RunOptions options{.target = args.target,
                      .function = args.in.function,
                      .num_threads = threads,
-                     .fuse = !args.no_fuse};
+                     .fuse = !args.no_fuse,
+                     .constants = args.in.constants};
   Status s = Run(c.prog, run.args, options);
   if (!s.ok()) return s;
   std::vector<double> ms;
@@ -230,7 +232,7 @@ nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-nlohmann::json ToJson(const std::vector<Record>& records) {
+nlohmann::json ToJson(const std::vector<Record>& records, const std::vector<std::string>& constants) {
   nlohmann::json out = nlohmann::json::array();
   for (const Record& r : records) {
     nlohmann::json j = {
@@ -249,7 +251,8 @@ nlohmann::json ToJson(const std::vector<Record>& records) {
         {"gb_per_s", OrNull(r.GBps())},
         {"fma_peak_gflops", OrNull(r.fma_peak_gflops)},
         {"fma_isa", r.fma_isa.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fma_isa)},
-        {"peak_fraction", OrNull(r.PeakFraction())}};
+        {"peak_fraction", OrNull(r.PeakFraction())},
+        {"constants", constants}};
     if (r.c->file) j["file"] = *r.c->file;
     out.push_back(std::move(j));
   }
@@ -291,7 +294,7 @@ int BenchCommand(BenchArgs args) {
     }
   }
   if (json.is_open()) {
-    json << ToJson(records).dump(2) << "\n";
+    json << ToJson(records, args.in.constants).dump(2) << "\n";
     json.close();
     if (!json) return Fail(Invalid("error: --json: cannot write '" + args.json_path + "'"));
   }

@@ -110,7 +110,8 @@ int RunCommand(RunArgs args) {
                   .num_threads = args.threads,
                   .check_nan = args.check_nan,
                   .trace = tracing ? &trace : nullptr,
-                  .fuse = !args.no_fuse});
+                  .fuse = !args.no_fuse,
+                  .constants = args.in.constants});
   if (!s.ok()) return Fail(s);
   if (!args.trace_path.empty()) {
     std::FILE* f = std::fopen(args.trace_path.c_str(), "wb");

@@ -245,6 +245,9 @@ void AddInputOptions(CLI::App& sub, InputOptions& opts) {
   sub.add_option("--dims", opts.dims, "sizes of symbolic dims, e.g. N=100,M=7")->delimiter(',');
   sub.add_option("--scalars", opts.scalars, "values of scalar parameters, e.g. alpha=0.5,k=3")
       ->delimiter(',');
+  sub.add_option("--const", opts.constants,
+                 "tensor inputs whose packed matmul blocks are kept across runs, e.g. w1,w2")
+      ->delimiter(',');
 }
 
 Status CheckTarget(const Program& prog, const std::string& target) {

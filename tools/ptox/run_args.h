@@ -22,9 +22,10 @@ struct InputOptions {
   std::vector<std::string> inputs;   // one .npy per in / inout tensor parameter, in order
   std::vector<std::string> dims;     // "N=100" items
   std::vector<std::string> scalars;  // "alpha=0.5" items
+  std::vector<std::string> constants;  // RunOptions::constants (--const)
 };
 
-// Adds --function, --seed, --inputs, --dims and --scalars to `sub`, parsed into `opts` (which
+// Adds --function, --seed, --inputs, --dims, --scalars and --const to `sub`, parsed into `opts` (which
 // must outlive the parse).
 void AddInputOptions(CLI::App& sub, InputOptions& opts);
 

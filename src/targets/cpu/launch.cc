@@ -207,10 +207,20 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
   b.graph->Submit(std::move(task));
 }
 
+// PackCache::get over the program's PackStore.
+void* GetPacked(void* ctx, const abi::PackKey* k, int64_t bytes, void (*fill)(void*, void*),
+                void* fill_ctx) {
+  const runtime::PackStore::Key key{k->origin, k->row_stride, k->col_stride, k->rows, k->cols,
+                                    k->format};
+  return static_cast<runtime::PackStore*>(ctx)->Get(key, bytes,
+                                                    [&](void* dst) { fill(dst, fill_ctx); });
+}
+
 }  // namespace
 
 void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& ctx) {
   std::vector<abi::Arg> packed(args.size());
+  const abi::PackCache packs{ctx.packs, &GetPacked};
   for (size_t i = 0; i < args.size(); ++i) {
     abi::Arg& a = packed[i];
     a = {};
@@ -219,6 +229,7 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
       a.t.rank = t->rank();
       std::vector<int64_t> strides = t->EffectiveStrides();
       for (int d = 0; d < t->rank(); ++d) a.t.shape[d] = t->shape[d], a.t.strides[d] = strides[d];
+      if (ctx.packs && i < ctx.constant.size() && ctx.constant[i]) a.t.packed = &packs;
     } else if (const int64_t* v = std::get_if<int64_t>(&args[i])) {
       a.i = *v;
     } else {
