@@ -172,8 +172,10 @@ ptox::Program Parse(const std::string& text) {
   return *p;
 }
 
-void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int threads) {
-  ptox::Status s = ptox::Run(p, args, {.target = "cpu", .num_threads = threads});
+void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int threads,
+             const std::vector<std::string>& constants = {}) {
+  ptox::Status s =
+      ptox::Run(p, args, {.target = "cpu", .num_threads = threads, .constants = constants});
   if (!s.ok()) {
     std::fprintf(stderr, "ptox run failed: %s\n", s.message().c_str());
     std::exit(1);
@@ -435,15 +437,23 @@ void BenchSwiglu(int64_t m, int64_t d, int64_t f, int threads) {
   };
   std::vector<ptox::Arg> args = {t(x, m, d), t(wg, d, f), t(wu, d, f), t(wd, f, d), t(h, m, f),
                                  t(y, m, d)};
-  Record({"swiglu", shape, "ptox", "GFLOP/s", threads, flops,
-          TimeIt([&] { RunPtox(p, args, threads); })});
-  std::vector<float> a(m * d), b(m * d);
-  for (int64_t i = 0; i < m * d; ++i) a[i] = FromBf16(y[i]), b[i] = FromBf16(yref[i]);
-  const double diff = MaxRelDiff(a, b);
-  if (diff > 3e-2) {
-    std::fprintf(stderr, "ptox SwiGLU differs from oneDNN by %g (relative)\n", diff);
-    std::exit(1);
+  // "ptox-const": the weights marked constant, so their packed blocks are kept across runs (as
+  // oneDNN's reordered weights are); the warm-up run packs them.
+  for (bool keep : {false, true}) {
+    std::fill(y.begin(), y.end(), uint16_t{0});
+    const std::vector<std::string> constants =
+        keep ? std::vector<std::string>{"wg", "wu", "wd"} : std::vector<std::string>{};
+    Record({"swiglu", shape, keep ? "ptox-const" : "ptox", "GFLOP/s", threads, flops,
+            TimeIt([&] { RunPtox(p, args, threads, constants); })});
+    std::vector<float> a(m * d), b(m * d);
+    for (int64_t i = 0; i < m * d; ++i) a[i] = FromBf16(y[i]), b[i] = FromBf16(yref[i]);
+    const double diff = MaxRelDiff(a, b);
+    if (diff > 3e-2) {
+      std::fprintf(stderr, "ptox SwiGLU differs from oneDNN by %g (relative)\n", diff);
+      std::exit(1);
+    }
   }
+  p.ForgetConstants();
 }
 
 // ---- Reports ------------------------------------------------------------------------------------
@@ -481,8 +491,10 @@ void WriteJson(const std::string& path, const std::string& corename) {
   out << "  ]\n}\n";
 }
 
-// One table per group: per (shape, threads) every implementation's median rate, ptox's spread
-// and share of the same-run ceiling, and ptox's ratio to each other implementation.
+// One table per group: per (shape, threads) every implementation's median rate, and for each
+// of ptox's rows ("ptox", and "ptox-const" with weights kept packed; the epilogue group:
+// "ptox+epi" against "ptox") its spread, share of the same-run ceiling and ratio to each other
+// implementation.
 void WriteGroupTable(std::ofstream& out, const std::string& group) {
   std::vector<std::string> impls, keys;
   std::map<std::string, std::map<std::string, const Row*>> cells;
@@ -494,19 +506,25 @@ void WriteGroupTable(std::ofstream& out, const std::string& group) {
     cells[key][r.impl] = &r;
   }
   if (keys.empty()) return;
-  const std::string mine = group == "epilogue" ? "ptox+epi" : "ptox";
+  std::vector<std::string> mine, others;
+  for (const auto& i : impls) {
+    const bool ours = group == "epilogue" ? i == "ptox+epi" : i.rfind("ptox", 0) == 0;
+    (ours ? mine : others).push_back(i);
+  }
   out << "\n### " << group << "\n\n| shape | threads | unit |";
-  for (const auto& i : impls) out << " " << i << " |";
-  out << " " << mine << " spread | " << mine << " % of ceiling |";
-  for (const auto& i : impls)
-    if (i != mine) out << " " << mine << " / " << i << " |";
+  int cols = 0;
+  for (const auto& i : impls) out << " " << i << " |", ++cols;
+  for (const auto& m : mine) {
+    out << " " << m << " spread | " << m << " % of ceiling |";
+    cols += 2;
+    for (const auto& o : others) out << " " << m << " / " << o << " |", ++cols;
+  }
   out << "\n|---|---:|---|";
-  for (size_t i = 0; i < 2 * impls.size() + 1; ++i) out << "---:|";
+  for (int i = 0; i < cols; ++i) out << "---:|";
   out << "\n";
   char buf[64];
   for (const std::string& key : keys) {
     auto& row = cells[key];
-    const Row* p = row.count(mine) ? row[mine] : nullptr;
     const Row& any = *row.begin()->second;
     out << "| " << any.shape << " | " << any.threads << " | " << any.unit << " |";
     for (const auto& i : impls) {
@@ -514,15 +532,17 @@ void WriteGroupTable(std::ofstream& out, const std::string& group) {
       out << buf;
     }
     const double ceil = Ceiling(any);
-    std::snprintf(buf, sizeof buf, " %.0f%% | %.0f%% |",
-                  p ? 100.0 * (p->s.max - p->s.min) / p->s.median : 0.0,
-                  p && ceil > 0 ? 100.0 * p->Rate() / ceil : 0.0);
-    out << buf;
-    for (const auto& i : impls) {
-      if (i == mine) continue;
-      std::snprintf(buf, sizeof buf, " %.2fx |",
-                    p && row.count(i) ? p->Rate() / row[i]->Rate() : 0.0);
+    for (const auto& m : mine) {
+      const Row* p = row.count(m) ? row[m] : nullptr;
+      std::snprintf(buf, sizeof buf, " %.0f%% | %.0f%% |",
+                    p ? 100.0 * (p->s.max - p->s.min) / p->s.median : 0.0,
+                    p && ceil > 0 ? 100.0 * p->Rate() / ceil : 0.0);
       out << buf;
+      for (const auto& o : others) {
+        std::snprintf(buf, sizeof buf, " %.2fx |",
+                      p && row.count(o) ? p->Rate() / row[o]->Rate() : 0.0);
+        out << buf;
+      }
     }
     out << "\n";
   }

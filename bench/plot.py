@@ -18,7 +18,7 @@ def main():
         return 0
     rows = json.load(open(src))["rows"]
     groups = ["square", "llm", "swiglu"]
-    impls = ["ptox", "onednn", "onednn-plain", "openblas", "eigen"]
+    impls = ["ptox", "ptox-const", "onednn", "onednn-plain", "openblas", "eigen"]
     fig, axes = plt.subplots(1, 2, figsize=(16, 6), sharey=True)
     for ax, threads in zip(axes, (1, 2)):
         sel = [r for r in rows if r["threads"] == threads and r["group"] in groups]

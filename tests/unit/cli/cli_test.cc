@@ -400,7 +400,7 @@ TEST(Bench, JsonHasOneRecordPerShapeAndThreadCount) {
   ASSERT_EQ(j.size(), 2u) << j.dump(2);
   for (const char* key :
        {"program", "shape", "dtype", "target", "threads", "reps", "median_ms", "min_ms", "max_ms",
-        "flops", "gflops", "bytes", "fma_peak_gflops", "peak_fraction"})
+        "flops", "gflops", "bytes", "fma_peak_gflops", "peak_fraction", "constants"})
     for (const nlohmann::json& rec : j) EXPECT_TRUE(rec.contains(key)) << key << ": " << rec;
   const nlohmann::json& rec = j[0];
   EXPECT_EQ(rec["program"], "@matmul");
@@ -420,6 +420,17 @@ TEST(Bench, JsonHasOneRecordPerShapeAndThreadCount) {
   EXPECT_GT(peak, 0);
   EXPECT_NEAR(gflops, 2.0 * 64 * 32 * 48 / median / 1e6, 1e-9 * gflops);
   EXPECT_NEAR(rec["peak_fraction"].get<double>(), gflops / peak, 1e-12);
+  EXPECT_EQ(rec["constants"], nlohmann::json::array());
+}
+
+TEST(Bench, ConstWeightsAreRecorded) {
+  TempDir dir;
+  ProcessResult r = Ptox({"bench", "--matmul", "64x32x48", "--reps", "2", "--threads", "1",
+                          "--target", "cpu", "--const", "b", "--json", dir / "b.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 1u) << ReadFile(dir / "b.json");
+  EXPECT_EQ(j[0]["constants"], nlohmann::json::array({"b"}));
 }
 
 TEST(Bench, InterpReportsTimeOnly) {
@@ -450,6 +461,8 @@ TEST(BenchErrors, BadFlagsAreInvalidInputWithAMessage) {
            {{"--matmul", "4x4x4", "--dtype", "i32"}, "--dtype: expected f32, bf16 or f16"},
            {{"--matmul", "4x4x4", "--threads", "-1"}, "--threads: a thread count must be >= 0"},
            {{"--matmul", "4x4x4", "--dims", "N=3"}, "no parameter uses symbol N"},
+           {{"--matmul", "4x4x4", "--const", "c"}, "constant 'c' must be a tensor input"},
+           {{"--matmul", "4x4x4", "--const", "w"}, "constant 'w' is not a parameter of @matmul"},
            {{"/nonexistent/x.pto"}, "cannot open"}}) {
     std::vector<std::string> args = {"bench"};
     args.insert(args.end(), c.args.begin(), c.args.end());
