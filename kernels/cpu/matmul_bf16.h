@@ -122,13 +122,17 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
   return bad == 0;
 }
 
-// c[kMR x kNVc vectors] += a_panel * b_panel over kp pairs, as MicroKernel.
+// c[kMR x kNVc vectors] += a_panel * b_panel over kp pairs, as MicroKernel (its prefetch of
+// packed panels too: 16 x 2048 x 5632 kept, one thread: 1.33 -> 0.88 ms; 128 rows: 7.1 -> 6.6 ms;
+// freshly packed blocks 2-5 % faster).
 template <int kNVc = kNV>
 __attribute__((always_inline)) inline void MicroKernelDp(int64_t kp, const Pair* a, const Pair* b,
                                                          float* c, int64_t ldc) {
   V acc[kMR][kNVc];
   StartBlock(acc, c, ldc);
   for (int64_t p = 0; p < kp; ++p) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (p + kAhead) * kNR + v * kL, _MM_HINT_T0);
     __m512bh bv[kNVc];
 #pragma GCC unroll 4
     for (int v = 0; v < kNVc; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * kNR + v * kL);
