@@ -395,7 +395,11 @@ class Converter {
         const int64_t stripes = 8 * ((n + 8 * t.cols - 1) / (8 * t.cols));
         t.cols = ((n + stripes - 1) / stripes + 15) / 16 * 16;
       }
-      while (m > 0 && n > 0 && tiles() < 8) {
+      // Skinny products stop at 4 stripes: shorter runs of each weight row stream worse
+      // (1 x 4096 x 2048 on 2 threads: 8 stripes of 256 in 0.51 ms, 4 of 512 in 0.39; 16 x 5632 x
+      // 2048 bf16, weights kept packed: 0.53 vs 0.45).
+      const int64_t want = m > 0 && m <= 16 ? 4 : 8;
+      while (m > 0 && n > 0 && tiles() < want) {
         const bool cols = t.cols > 128 && (t.cols >= t.rows || m <= 16 || t.rows <= 64);
         if (cols) t.cols /= 2;
         else if (m > 16 && t.rows > 64) t.rows /= 2;
