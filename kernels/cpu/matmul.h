@@ -375,16 +375,25 @@ __attribute__((always_inline)) inline void WithVectors(int nv, F f) {
 // B is a packed panel (DB = f32, ldb = kNR) or, for few-row products, B itself read in place
 // (any float format, ldb = its row stride).
 // kNVc < kNV: a narrower last panel (kNVc vectors of its columns).
-// kPrefetchNext (B in place): prefetch the next panel's columns 16 rows ahead — each row of a
+// kNextPanel (B in place): prefetch the next panel's columns 16 rows ahead — each row of a
 // panel is a 192-byte run the hardware prefetchers do not follow across rows (16 x 4096 x 11008:
 // 92 -> 125 GFLOP/s on one thread). A packed panel: its rows kAhead ahead (past its end: the next
 // panel's) — a kept constant block comes from L3 or memory, where the hardware prefetchers alone
 // left bandwidth unused (kept B, one thread: 16 x 4096 x 11008 11.0 -> 8.7 ms, 128 x 2048 x 6144
 // 14.4 -> 14.2 ms; other products unchanged).
+// A is a packed panel, or (RowsOfA) its kMR rows read in place; kNoPrefetch: small operands
+// already in L1 / L2.
 constexpr int64_t kAhead = 64;
+enum Prefetch { kAheadInPanel, kNextPanel, kNoPrefetch };
 
-template <DT DB = DT::kF32, int kNVc = kNV, bool kPrefetchNext = false>
-__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* a,
+struct RowsOfA {
+  const float* row[kMR];
+};
+inline float AAt(const float* panel, int64_t k, int r) { return panel[k * kMR + r]; }
+inline float AAt(const RowsOfA& a, int64_t k, int r) { return a.row[r][k]; }
+
+template <DT DB = DT::kF32, int kNVc = kNV, Prefetch kPf = kAheadInPanel, typename PA = const float*>
+__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const PA& a,
                                                        const Unaligned<Memory<DB>>* b, int64_t ldb,
                                                        float* c, int64_t ldc) {
   V acc[kMR][kNVc];
@@ -393,15 +402,15 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
     V bv[kNVc];
 #pragma GCC unroll 4
     for (int v = 0; v < kNVc; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
-    if constexpr (kPrefetchNext)
+    if constexpr (kPf == kNextPanel)
 #pragma GCC unroll 4
       for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (k + 16) * ldb + kNR + v * kL, _MM_HINT_T0);
-    else
+    else if constexpr (kPf == kAheadInPanel)
 #pragma GCC unroll 4
       for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (k + kAhead) * ldb + v * kL, _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
-      const V ar = Vec::Set1(a[k * kMR + r]);
+      const V ar = Vec::Set1(AAt(a, k, r));
 #pragma GCC unroll 4
       for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Fma(ar, bv[v], acc[r][v]);
     }
@@ -521,11 +530,53 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
             MicroKernelN(static_cast<int>((w + kL - 1) / kL), kc, a_panel, bp, kNR, t, ld);
           });
         else if (h == kMR)
-          MicroKernel<DB, kNV, true>(kc, a_panel, bj.p, b.rs, cb, ldc);
+          MicroKernel<DB, kNV, kNextPanel>(kc, a_panel, bj.p, b.rs, cb, ldc);
         else
           ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ld) {
-            MicroKernel<DB, kNV, true>(kc, a_panel, bj.p, b.rs, t, ld);
+            MicroKernel<DB, kNV, kNextPanel>(kc, a_panel, bj.p, b.rs, t, ld);
           });
+      }
+    }
+  }
+}
+
+// Small products whose f32 A and B fit in half the L2 (tile-level programs' tiles, mostly in
+// cache already): packing costs more than it saves (64 x 64 x 64 tiles of a 1000-column
+// tensor: 167 -> 198 GFLOP/s on one thread; 128^3: 204 -> 232; power-of-two row strides, whose
+// rows share L1 sets, gain 0-8 %). The micro-kernel broadcasts A from its rows and reads B's
+// rows in place, in the k blocks of the packed path (the same sums, bit for bit); a panel with a
+// partial vector of columns is packed (reading it in place could pass the tensor's end), and a
+// short last row panel repeats its last row (those results go to scratch).
+constexpr int64_t kSmallBytes = PTOX_CPU_L2_BYTES / 2;
+
+template <DT DB>
+void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kF32> a,
+               Src<DB> b) {
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    const int64_t kc = std::min<int64_t>(kKC, k - pc);
+    for (int64_t jr = 0; jr < n; jr += kNR) {
+      const int64_t w = std::min<int64_t>(kNR, n - jr);
+      const int nv = static_cast<int>((w + kL - 1) / kL);
+      const Src<DB> bj = b.Offset(pc, jr);
+      float* bp = nullptr;
+      if (w % kL != 0) {
+        bp = PackBuffer(0, kc * kNR);
+        PackB<DB>(bp, bj, kc, w);
+      }
+      for (int64_t ir = 0; ir < m; ir += kMR) {
+        const int64_t h = std::min<int64_t>(kMR, m - ir);
+        RowsOfA rows;
+        for (int r = 0; r < kMR; ++r)
+          rows.row[r] = a.p + (ir + std::min<int64_t>(r, h - 1)) * a.rs + pc;
+        auto kernel = [&](float* cb, int64_t ld) {
+          WithVectors(nv, [&](auto n) {
+            if (bp) MicroKernel<DT::kF32, n, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
+            else MicroKernel<DB, n, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
+          });
+        };
+        float* cb = c + ir * ldc + jr;
+        if (h == kMR && w == nv * kL) kernel(cb, ldc);
+        else ThroughScratch(cb, ldc, h, w, kernel);
       }
     }
   }
@@ -655,6 +706,9 @@ void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<
     else GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
   } else if (in_place && b.rs == 1 && a.cs == 1) {
     DotRows<DA, DB>(c, ldc, m, n, k, a, b);
+  } else if (DA == DT::kF32 && a.cs == 1 && b.cs == 1 && b.packed == nullptr &&
+             (m + n) * k * 4 <= kSmallBytes) {
+    if constexpr (DA == DT::kF32) GemmSmall<DB>(c, ldc, m, n, k, a, b);
   } else {
     GemmPacked<DA, DB>(ctx, c, ldc, m, n, k, a, b);
   }
