@@ -554,8 +554,10 @@ void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::k
                Src<DB> b) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min<int64_t>(kKC, k - pc);
-    for (int64_t jr = 0; jr < n; jr += kNR) {
-      const int64_t w = std::min<int64_t>(kNR, n - jr);
+    for (int64_t jr = 0, w = 0; jr < n; jr += w) {
+      // The last 4 vectors of columns as 2 + 2, not 3 + 1: a one-vector panel is bound by its
+      // 8 broadcasts per 8 FMAs (64 x 64 x 64: 3-8 % faster).
+      w = std::min<int64_t>(n - jr == 4 * kL ? 2 * kL : kNR, n - jr);
       const int nv = static_cast<int>((w + kL - 1) / kL);
       const Src<DB> bj = b.Offset(pc, jr);
       float* bp = nullptr;
