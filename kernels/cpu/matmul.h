@@ -186,16 +186,17 @@ inline float* PackBuffer(int which, int64_t floats) {
 }
 
 // Blocks of a constant B (Src::packed) are packed once and kept by the host across runs. A kept
-// block is a 64-byte header (the packing's range check), the block's first row as it was in
-// memory (to notice a constant changed without Program::ForgetConstants), then the panels.
+// block is a 64-byte header (what the packing returned: the bf16 range check), the block's
+// first row as it was in memory (to notice a constant changed without
+// Program::ForgetConstants), then the panels.
 enum PackKind : int64_t { kF32Panels = 1, kPairPanels = 2 };
 
 struct Kept {
   const void* panels = nullptr;  // nullptr: B is not constant, the host could not keep the block,
-  bool ok = true;                // or the spot check failed (ctx failed); ok: the range check
+  int64_t check = 0;             // or the spot check failed (ctx failed); check: pack's result
 };
 
-// The kept kc x nc block at b, made by pack(dst) -> range check into `bytes` bytes.
+// The kept kc x nc block at b, made by pack(dst) (returning its check) into `bytes` bytes.
 template <DT D, typename Pack>
 Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_t bytes,
                Pack pack) {
@@ -205,8 +206,8 @@ Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_
   const int64_t head = 64 + (nc * kSize + 63) / 64 * 64;
   auto fill = [&](void* dst) {
     char* d = static_cast<char*>(dst);
-    const int64_t ok = pack(d + head) ? 1 : 0;
-    std::memcpy(d, &ok, sizeof ok);
+    const int64_t check = pack(d + head);
+    std::memcpy(d, &check, sizeof check);
     for (int64_t j = 0; j < nc; ++j) {
       const M x = b.p[j * b.cs];
       std::memcpy(d + 64 + j * kSize, &x, kSize);
@@ -228,9 +229,9 @@ Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_
       return {};
     }
   }
-  int64_t ok = 0;
-  std::memcpy(&ok, blk, sizeof ok);
-  return {blk + head, ok != 0};
+  int64_t check = 0;
+  std::memcpy(&check, blk, sizeof check);
+  return {blk + head, check};
 }
 
 // One row of n elements as f32 (n <= kNR), zero-filled to kNR.
@@ -475,7 +476,7 @@ const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) 
   const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
   auto pack = [&](void* dst) {
     PackB<DB>(static_cast<float*>(dst), b, kc, nc);
-    return true;
+    return 0;
   };
   const Kept kept = KeptBlock(ctx, b, kF32Panels, kc, nc, kc * ncp * 4, pack);
   if (kept.panels || ctx.failed()) return static_cast<const float*>(kept.panels);

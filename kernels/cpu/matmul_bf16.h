@@ -1,10 +1,12 @@
 // bf16 x bf16 matmul blocks on AVX512_BF16 (included by matmul.h). vdpbf16ps multiplies pairs
 // of bf16 of consecutive k exactly and adds both products into f32 lanes: twice the work of an
 // f32 FMA per instruction (527 vs 264 GFLOP/s on one Zen 5 core). It treats subnormal inputs and
-// results as zero whatever MXCSR says, so it only runs on blocks where that cannot change a
-// result: every nonzero element at least 2^-50 in magnitude (or Inf / NaN). Then every product
-// is >= 2^-100, and every partial sum, a multiple of 2^-114, is zero or normal. Blocks holding
-// smaller values take the f32 kernel, which is exact about them.
+// results as zero whatever MXCSR says, so it only runs on a block of A and a block of B where
+// that cannot change a result. With Ea and Eb the exponent fields of their smallest nonzero
+// magnitudes, every nonzero bf16 of a block is a multiple of 2^(E - 134), so every product and
+// partial sum is a multiple of 2^(Ea + Eb - 268): zero or normal (>= 2^-126) when
+// Ea + Eb >= 142 and neither block holds subnormals (E >= 1). A small activation meets ordinary
+// weights (2^-60 x 2^-20) safely; other blocks take the f32 kernel, which is exact about them.
 #pragma once
 
 #include <cstdint>
@@ -16,28 +18,41 @@ namespace ptox::cpu::mm {
 
 using Pair = uint32_t;  // bf16 of k (low half) and k + 1 (high half)
 
-// Lanes of x (bf16 bits) that are nonzero, finite-or-not, and below 2^-50 (exponent field < 77).
-inline __mmask16 Unsafe(__m256i x) {
-  const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
-  return _mm256_mask_cmplt_epu16_mask(_mm256_test_epi16_mask(mag, mag), mag,
-                                      _mm256_set1_epi16(77 << 7));
+// The range check: a running minimum over bf16 lanes of (magnitude bits - 1), where zero wraps
+// to 0xffff, so that it ends as the smallest nonzero magnitude - 1 (no mask registers).
+constexpr int kNoNonzero = 255;  // MinExponent of a block of zeros: any partner is safe
+inline __m512i Lower(__m512i lowest, __m512i x) {
+  const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi16(0x7fff));
+  return _mm512_min_epu16(lowest, _mm512_sub_epi16(mag, _mm512_set1_epi16(1)));
 }
+inline __m512i Lower(__m512i lowest, __m256i x) {  // zero upper lanes leave it as it is
+  return Lower(lowest, _mm512_zextsi256_si512(x));
+}
+inline __m512i NoneLower() { return _mm512_set1_epi16(-1); }
+// The exponent field of the smallest nonzero magnitude (0: a subnormal), kNoNonzero if none.
+inline int MinExponent(__m512i lowest) {
+  const __m256i m = _mm256_min_epu16(_mm512_castsi512_si256(lowest),
+                                     _mm512_extracti64x4_epi64(lowest, 1));
+  const __m128i q = _mm_min_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  const auto smallest = static_cast<uint16_t>(_mm_cvtsi128_si32(_mm_minpos_epu16(q)) + 1);
+  return smallest == 0 ? kNoNonzero : smallest >> 7;
+}
+// Whether vdpbf16ps is exact on blocks of A and B with these MinExponents (see the top).
+inline bool DpExact(int ea, int eb) { return ea >= 1 && eb >= 1 && ea + eb >= 142; }
 
-// Columns [0, w) of bf16 rows r0 and r1 (r1 == nullptr: zero) as kL pairs; false if any is unsafe.
-inline bool PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<uint16_t>* r1,
-                    int64_t w) {
-  __mmask16 bad = 0;
+// Columns [0, w) of bf16 rows r0 and r1 (r1 == nullptr: zero) as kL pairs, checked into lowest.
+inline void PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<uint16_t>* r1,
+                    int64_t w, __m512i& lowest) {
   for (int64_t j = 0; j < kNR; j += kL) {
     const int64_t n = std::clamp<int64_t>(w - j, 0, kL);
     const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
     const __m256i lo = _mm256_maskz_loadu_epi16(m, r0 + j);
     const __m256i hi = r1 ? _mm256_maskz_loadu_epi16(m, r1 + j) : _mm256_setzero_si256();
-    bad |= Unsafe(lo) | Unsafe(hi);
+    lowest = Lower(Lower(lowest, lo), hi);
     const __m512i v = _mm512_or_si512(_mm512_cvtepu16_epi32(lo),
                                       _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
     _mm512_storeu_si512(out + j, v);
   }
-  return bad == 0;
 }
 
 // B rows [0, kc) x cols [0, nc), rows contiguous, into kNR-wide panels of ceil(kc / 2) pair
@@ -45,14 +60,14 @@ inline bool PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<ui
 // columns at a time: two rows interleaved by unpacklo / unpackhi of 16-bit lanes, whose lane
 // order one permute per 16 pairs restores, and the range check as a running minimum (element by
 // element this packing took 40 % of a 128 x 2048 x 5632 product); the rest through PairRow.
-inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
+// Returns the block's MinExponent.
+inline int PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
   const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
   constexpr int64_t kChunk = 2 * kL, kGroup = 4 * kNR;  // columns per step, per row pass
   const int64_t fast = nc / (2 * kNR) * (2 * kNR);      // whole chunks filling whole panels
-  const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
   const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  __m512i lowest = _mm512_set1_epi16(-1);     // smallest nonzero magnitude - 1 (zero wraps)
+  __m512i lowest = NoneLower();
   for (int64_t g = 0; g < fast; g += kGroup)  // groups of panels row pair by row pair: runs the
     for (int64_t p = 0; p < kfull; ++p) {     // prefetchers follow, few write streams
       const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
@@ -61,8 +76,7 @@ inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
         _mm_prefetch(r0 + 8 * b.rs + j, _MM_HINT_T0);
         _mm_prefetch(r0 + 9 * b.rs + j, _MM_HINT_T0);
         const __m512i x0 = _mm512_loadu_si512(r0 + j), x1 = _mm512_loadu_si512(r0 + b.rs + j);
-        lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x0, mag), one));
-        lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x1, mag), one));
+        lowest = Lower(Lower(lowest, x0), x1);
         const __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
         for (int h = 0; h < 2; ++h) {
           const int64_t c = j + h * kL;  // the first of these 16 columns
@@ -71,25 +85,24 @@ inline bool PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
         }
       }
     }
-  bool ok = _mm512_cmplt_epu16_mask(lowest, _mm512_set1_epi16((77 << 7) - 1)) == 0;
   for (int64_t p = 0; p < kp; ++p) {  // the columns past `fast`, and an odd last row
     const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
     const Unaligned<uint16_t>* r1 = 2 * p + 1 < kc ? r0 + b.rs : nullptr;
     for (int64_t j0 = p < kfull ? fast : 0; j0 < nc; j0 += kNR)
-      ok &= PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
-                    std::min<int64_t>(kNR, nc - j0));
+      PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
+              std::min<int64_t>(kNR, nc - j0), lowest);
   }
-  return ok;
+  return MinExponent(lowest);
 }
 
 // A rows [0, mc) x cols [0, kc) into kH-row panels (kMR: the micro-kernel's) of ceil(kc / 2)
 // pairs each (pair-major). With contiguous rows a pair is one 32-bit word of the row
 // (little-endian: k in the low half).
 template <int kH = kMR>
-inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
+inline int PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
   static_assert(kH % 8 == 0, "panels are transposed 8 rows at a time");
   const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
-  __mmask16 bad = 0;
+  __m512i lowest = NoneLower();
   for (int64_t i0 = 0; i0 < mc; i0 += kH) {
     const int64_t h = std::min<int64_t>(kH, mc - i0);
     Pair* panel = dst + i0 * kp;
@@ -106,7 +119,7 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
       if (a.cs == 1) {
         for (int64_t k = 0; k < kc; k += kL) {  // the range check, kL elements at a time
           const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(kL, kc - k)) - 1);
-          bad |= Unsafe(_mm256_maskz_loadu_epi16(m, row + k));
+          lowest = Lower(lowest, _mm256_maskz_loadu_epi16(m, row + k));
         }
         const auto* words = reinterpret_cast<const Unaligned<Pair>*>(row);
         for (; p < kfull; ++p) panel[p * kH + r] = words[p];
@@ -114,12 +127,12 @@ inline bool PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
       for (; p < kp; ++p) {
         const uint16_t lo = row[2 * p * a.cs];
         const uint16_t hi = 2 * p + 1 < kc ? row[(2 * p + 1) * a.cs] : uint16_t{0};
-        bad |= Unsafe(_mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
+        lowest = Lower(lowest, _mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
         panel[p * kH + r] = lo | Pair{hi} << 16;
       }
     }
   }
-  return bad == 0;
+  return MinExponent(lowest);
 }
 
 // c[kMR x kNVc vectors] += a_panel * b_panel over kp pairs, as MicroKernel (its prefetch of
@@ -169,17 +182,16 @@ constexpr int kStreamRowsMax = 16;  // A packed as one panel of this many rows
 // GFLOP/s, now 382; 16 x 2048 x 5632 from L3 225 -> 305-329).
 constexpr int kPairsPerPass = 4;
 
-inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const Pair* ap,
-                          const Unaligned<uint16_t>* b, int64_t ldb) {
+// Returns B's MinExponent: the caller decides whether the dot products were exact.
+inline int StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const Pair* ap,
+                         const Unaligned<uint16_t>* b, int64_t ldb) {
   const int64_t strips = (w + kStrip - 1) / kStrip, kp = (k + 1) / 2;
   std::fill(scratch, scratch + m * strips * kStrip, 0.0f);
-  // The smallest nonzero magnitude seen, minus one (zero wraps to 0xffff): no mask registers.
-  const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
-  __m512i lowest = _mm512_set1_epi16(-1);
+  __m512i lowest = NoneLower();
   auto load = [&](int64_t row, int64_t j, __mmask32 cols) {
     if (row >= k) return _mm512_setzero_si512();
     const __m512i x = _mm512_maskz_loadu_epi16(cols, b + row * ldb + j);
-    lowest = _mm512_min_epu16(lowest, _mm512_sub_epi16(_mm512_and_si512(x, mag), one));
+    lowest = Lower(lowest, x);
     return x;
   };
   for (int64_t p = 0; p < kp; p += kPairsPerPass) {
@@ -213,7 +225,7 @@ inline bool StreamBlockDp(float* scratch, int64_t m, int64_t w, int64_t k, const
       }
     }
   }
-  return _mm512_cmplt_epu16_mask(lowest, _mm512_set1_epi16((77 << 7) - 1)) == 0;
+  return MinExponent(lowest);
 }
 
 inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kBF16> a,
@@ -221,7 +233,7 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
   const int64_t kp = (k + 1) / 2;
   const int64_t kpp = (kp + kPairsPerPass - 1) / kPairsPerPass * kPairsPerPass;
   auto* ap = reinterpret_cast<Pair*>(PackBuffer(3, kpp * kStreamRowsMax));
-  const bool a_ok = PackAPairs<kStreamRowsMax>(ap, a, m, k);
+  const int ea = PackAPairs<kStreamRowsMax>(ap, a, m, k);
   std::fill(ap + kp * kStreamRowsMax, ap + kpp * kStreamRowsMax, Pair{0});
   // Column blocks whose scratch fills half the L1.
   const int64_t cols = std::max<int64_t>(PTOX_CPU_L1_BYTES / 2 / 4 / m / kStrip * kStrip, kStrip);
@@ -231,7 +243,7 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
       _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
   for (int64_t j0 = 0; j0 < n; j0 += cols) {
     const int64_t w = std::min<int64_t>(cols, n - j0), strips = (w + kStrip - 1) / kStrip;
-    if (!a_ok || !StreamBlockDp(scratch, m, w, k, ap, b.p + j0, b.rs)) {
+    if (ea < 1 || !DpExact(ea, StreamBlockDp(scratch, m, w, k, ap, b.p + j0, b.rs))) {
       StreamRows(c + j0, ldc, m, w, k, a, b.Offset(0, j0));
       continue;
     }
@@ -276,12 +288,13 @@ inline void GemmPackedDp(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, 
       auto pack = [&](void* dst) { return PackBPairs(static_cast<Pair*>(dst), bk, kc, nc); };
       Kept kept = KeptBlock(ctx, bk, kPairPanels, kc, nc, (kc + 1) / 2 * ncp * 4, pack);
       if (ctx.failed()) return;
-      if (kept.panels == nullptr) kept = {buf, pack(buf)};
+      if (kept.panels == nullptr) kept = {buf, pack(buf)};  // check: B's MinExponent
       const auto* bpd = static_cast<const Pair*>(kept.panels);
       const float* bp = nullptr;  // the f32 block of B, packed on first need
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
-        if (kept.ok && PackAPairs(apd, a.Offset(ic, pc), mc, kc)) {
+        const int eb = static_cast<int>(kept.check);
+        if (eb >= 1 && DpExact(PackAPairs(apd, a.Offset(ic, pc), mc, kc), eb)) {
           MacroKernelDp((kc + 1) / 2, mc, nc, apd, bpd, c + ic * ldc + jc, ldc);
           continue;
         }
