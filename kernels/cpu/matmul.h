@@ -468,9 +468,8 @@ inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, con
                });
 }
 
-// The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
-// blocks in order.
-// The packed block of B at (pc, jc) as f32 panels: kept (constant B) or packed into `buf`.
+// The block of B at (pc, jc) as f32 panels: kept (constant B) or packed into `buf`; nullptr when
+// the kept block's spot check failed (ctx failed).
 template <DT DB>
 const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) {
   const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
@@ -484,6 +483,8 @@ const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) 
   return buf;
 }
 
+// The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
+// blocks in order.
 template <DT DA, DT DB>
 void GemmPacked(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a,
                 Src<DB> b) {
@@ -496,7 +497,7 @@ void GemmPacked(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k
     for (int64_t pc = 0; pc < k; pc += kKC) {
       const int64_t kc = std::min<int64_t>(kKC, k - pc);
       const float* bp = PanelsOfB(ctx, buf, b.Offset(pc, jc), kc, nc);
-      if (bp == nullptr) return;  // ctx failed
+      if (bp == nullptr) return;
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
         PackA<DA>(ap, a.Offset(ic, pc), mc, kc);
@@ -572,9 +573,9 @@ void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::k
         for (int r = 0; r < kMR; ++r)
           rows.row[r] = a.p + (ir + std::min<int64_t>(r, h - 1)) * a.rs + pc;
         auto kernel = [&](float* cb, int64_t ld) {
-          WithVectors(nv, [&](auto n) {
-            if (bp) MicroKernel<DT::kF32, n, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
-            else MicroKernel<DB, n, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
+          WithVectors(nv, [&](auto v) {
+            if (bp) MicroKernel<DT::kF32, v, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
+            else MicroKernel<DB, v, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
           });
         };
         float* cb = c + ir * ldc + jr;
