@@ -36,9 +36,13 @@ def main():
                 ys.append(v[0] if v else 0)
             ax.bar([x + i * width for x in range(len(shapes))], ys, width, label=impl)
         peak = [r["rate"] for r in rows if r["group"] == "ceiling" and r["unit"] == "GFLOP/s"
-                and r["threads"] == threads]
+                and r["impl"] != "bf16-dot-loop" and r["threads"] == threads]
         if peak:
-            ax.axhline(peak[0], color="k", linestyle="--", label="FMA peak (same run)")
+            ax.axhline(peak[0], color="k", linestyle="--", label="f32 FMA peak (same run)")
+        dot = [r["rate"] for r in rows if r["group"] == "ceiling" and r["impl"] == "bf16-dot-loop"
+               and r["threads"] == threads]
+        if dot:  # the ceiling of the bf16 SwiGLU bars
+            ax.axhline(dot[0], color="grey", linestyle=":", label="bf16 dot peak (same run)")
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(shapes))])
         ax.set_xticklabels(shapes, rotation=60, ha="right", fontsize=8)
         ax.set_title(f"{threads} thread(s)")
