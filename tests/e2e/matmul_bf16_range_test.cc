@@ -69,9 +69,9 @@ TEST(MatmulBf16Range, PartialSumBelowNormalTakesTheExactKernel) {
   };
   const float u = 1.0f + std::ldexp(1.0f, -7), v = 1.0f + std::ldexp(1.0f, -6);
   const float a57 = std::ldexp(1.0f, -57), b56 = std::ldexp(1.0f, -56);
-  for (const Case& c : {Case{32, false, a57, b56}, Case{8, false, a57, b56}, Case{8, true, a57, b56},
-                        Case{32, true, a57, b56},
-                        Case{32, false, std::ldexp(1.0f, -60), std::ldexp(1.0f, -3)}}) {
+  for (const Case& c :
+       {Case{32, false, a57, b56}, Case{8, false, a57, b56}, Case{8, true, a57, b56},
+        Case{32, true, a57, b56}, Case{32, false, std::ldexp(1.0f, -60), std::ldexp(1.0f, -3)}}) {
     const int64_t k = 6, n = 130;
     const std::string where = "M=" + std::to_string(c.m) + (c.constant_b ? " constant B" : "") +
                               " scales " + std::to_string(std::ilogb(c.scale_a)) + ", " +
