@@ -186,19 +186,21 @@ void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int thr
 // tensor-level matmul on CPU. Operands are read in place (views) and the kernel blocks for the
 // caches itself, so tiles only set the task grain: large output tiles (512 x 1024 over 2048-deep
 // K slices) pack each operand block fewer times; the longer side halves until there are >= 8
-// tasks for the 2 threads. GEMV-like M (<= 16) takes whole-K column stripes of max(512, N / 8)
-// columns, halved only while there are fewer than 4: long contiguous runs of each weight row
-// stream at full bandwidth.
+// tasks for the 2 threads. M in 17 .. 512 with N >= 1024 takes 4k equal column stripes of <= 1024
+// (>= 4 tasks). GEMV-like M (<= 16) takes whole-K column stripes of max(512, N / 8) columns,
+// halved only while there are fewer than 4: long contiguous runs of each weight row stream at
+// full bandwidth.
 // PTOX_BENCH_TILES=TMxTNxTK overrides it (for exploring the blocking).
 std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
   auto tasks = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
   int64_t tm = 512, tn = 1024, tk = 2048;
   if (m <= 16) tm = m, tn = std::max<int64_t>(512, (n / 8 + 15) / 16 * 16), tk = k;
-  if (m > 16 && m <= tm && n >= 8 * 128) {  // all rows in one tile: 8k equal column stripes
-    const int64_t stripes = 8 * ((n + 8 * tn - 1) / (8 * tn));
-    tn = ((n + stripes - 1) / stripes + 15) / 16 * 16;
+  const bool stripes = m > 16 && m <= tm && n >= 8 * 128;
+  if (stripes) {  // all rows in one tile: 4k equal column stripes
+    const int64_t n_stripes = 4 * ((n + 4 * tn - 1) / (4 * tn));
+    tn = ((n + n_stripes - 1) / n_stripes + 15) / 16 * 16;
   }
-  while (tasks(tm, tn) < (m <= 16 ? 4 : 8)) {
+  while (tasks(tm, tn) < (m <= 16 || stripes ? 4 : 8)) {
     if (tn > 128 && (tn >= tm || m <= 16 || tm <= 64)) tn /= 2;
     else if (m > 16 && tm > 64) tm /= 2;
     else break;

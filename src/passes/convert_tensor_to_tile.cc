@@ -388,17 +388,21 @@ class Converter {
       // narrow tiles repack A for every 64 columns (a 512^3 product ran at 122 GFLOP/s in 256 x
       // 64 tiles, 180 in 128 x 128).
       auto tiles = [&] { return ((m + t.rows - 1) / t.rows) * ((n + t.cols - 1) / t.cols); };
-      if (m > 16 && m <= t.rows && n >= 8 * 128) {
-        // All rows in one tile: column stripes in a multiple of 8, of equal widths, so that 2,
-        // 4 or 8 workers finish together (the bf16 SwiGLU gate / up matmuls at M = 128, N =
-        // 5632 on 2 threads: 11 stripes of 512 ran at 585 GFLOP/s, 8 of 704 at 634).
-        const int64_t stripes = 8 * ((n + 8 * t.cols - 1) / (8 * t.cols));
-        t.cols = ((n + stripes - 1) / stripes + 15) / 16 * 16;
+      const bool stripes = m > 16 && m <= t.rows && n >= 8 * 128;
+      if (stripes) {
+        // All rows in one tile: column stripes in a multiple of 4, of equal widths, so that 2
+        // or 4 workers finish together (the bf16 SwiGLU gate / up matmuls at M = 128, N = 5632
+        // on 2 threads: 11 stripes of 512 ran at 585 GFLOP/s, 8 of 704 at 634), and no more of
+        // them than that: each stripe packs all of A again (128 x 5632 x 2048 bf16: 8 stripes
+        // of 256 in 8.8-9.1 ms, 4 of 512 in 7.1-7.2 on one thread; 128 x 1024 x 3072 f32: 3
+        // -6 % faster in 4 of 768 than in 8 of 384).
+        const int64_t n_stripes = 4 * ((n + 4 * t.cols - 1) / (4 * t.cols));
+        t.cols = ((n + n_stripes - 1) / n_stripes + 15) / 16 * 16;
       }
-      // Skinny products stop at 4 stripes: shorter runs of each weight row stream worse
-      // (1 x 4096 x 2048 on 2 threads: 8 stripes of 256 in 0.51 ms, 4 of 512 in 0.39; 16 x 5632 x
-      // 2048 bf16, weights kept packed: 0.53 vs 0.45).
-      const int64_t want = m > 0 && m <= 16 ? 4 : 8;
+      // Skinny products and stripes stop at 4 tiles: shorter runs of each weight row stream
+      // worse (1 x 4096 x 2048 on 2 threads: 8 stripes of 256 in 0.51 ms, 4 of 512 in 0.39; 16 x
+      // 5632 x 2048 bf16, weights kept packed: 0.53 vs 0.45).
+      const int64_t want = (m > 0 && m <= 16) || stripes ? 4 : 8;
       while (m > 0 && n > 0 && tiles() < want) {
         const bool cols = t.cols > 128 && (t.cols >= t.rows || m <= 16 || t.rows <= 64);
         if (cols) t.cols /= 2;
