@@ -191,16 +191,17 @@ inline float* PackBuffer(int which, int64_t floats) {
 // Program::ForgetConstants), then the panels.
 enum PackKind : int64_t { kF32Panels = 1, kPairPanels = 2 };
 
-struct Kept {
-  const void* panels = nullptr;  // nullptr: B is not constant, the host could not keep the block,
-  int64_t check = 0;             // or the spot check failed (ctx failed); check: pack's result
+struct Packed {
+  const void* panels = nullptr;  // nullptr only when a kept block's spot check failed (ctx failed)
+  int64_t check = 0;             // what the packing returned
 };
 
-// The kept kc x nc block at b, made by pack(dst) (returning its check) into `bytes` bytes.
+// The kc x nc block at b packed by pack(dst) (returning its check) into `bytes` bytes: the kept
+// copy of a constant B, else (B not constant, or the host could not keep it) packed into buf.
 template <DT D, typename Pack>
-Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_t bytes,
-               Pack pack) {
-  if (b.packed == nullptr) return {};
+Packed PackedBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_t bytes,
+                   void* buf, Pack pack) {
+  if (b.packed == nullptr) return {buf, pack(buf)};
   using M = Memory<D>;
   constexpr int64_t kSize = sizeof(M);
   const int64_t head = 64 + (nc * kSize + 63) / 64 * 64;
@@ -219,13 +220,14 @@ Kept KeptBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, int64_
   const auto* blk = static_cast<const char*>(b.packed->get(
       b.packed->ctx, &key, head + bytes, [](void* dst, void* f) { (*static_cast<Fill*>(f))(dst); },
       &fill));
-  if (blk == nullptr) return {};
+  if (blk == nullptr) return {buf, pack(buf)};
   for (int64_t j = 0; j < nc; ++j) {
     const M x = b.p[j * b.cs];
     if (std::memcmp(blk + 64 + j * kSize, &x, kSize) != 0) {
-      ctx.Error("tile.matmul: a constant input changed after its packed copy was made (column %lld "
-                "of the block at %p); call Program::ForgetConstants() after changing a constant",
-                static_cast<long long>(j), static_cast<const void*>(b.p));
+      ctx.Error(
+          "tile.matmul: a constant input changed after its packed copy was made (column %lld "
+          "of the block at %p); call Program::ForgetConstants() after changing a constant",
+          static_cast<long long>(j), static_cast<const void*>(b.p));
       return {};
     }
   }
@@ -393,7 +395,8 @@ struct RowsOfA {
 inline float AAt(const float* panel, int64_t k, int r) { return panel[k * kMR + r]; }
 inline float AAt(const RowsOfA& a, int64_t k, int r) { return a.row[r][k]; }
 
-template <DT DB = DT::kF32, int kNVc = kNV, Prefetch kPf = kAheadInPanel, typename PA = const float*>
+template <DT DB = DT::kF32, int kNVc = kNV, Prefetch kPf = kAheadInPanel,
+          typename PA = const float*>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const PA& a,
                                                        const Unaligned<Memory<DB>>* b, int64_t ldb,
                                                        float* c, int64_t ldc) {
@@ -468,8 +471,7 @@ inline void MacroKernel(int64_t kc, int64_t mc, int64_t nc, const float* ap, con
                });
 }
 
-// The block of B at (pc, jc) as f32 panels: kept (constant B) or packed into `buf`; nullptr when
-// the kept block's spot check failed (ctx failed).
+// The block of B at (pc, jc) as f32 panels (PackedBlock); nullptr when ctx failed.
 template <DT DB>
 const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) {
   const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
@@ -477,10 +479,8 @@ const float* PanelsOfB(Ctx& ctx, float* buf, Src<DB> b, int64_t kc, int64_t nc) 
     PackB<DB>(static_cast<float*>(dst), b, kc, nc);
     return 0;
   };
-  const Kept kept = KeptBlock(ctx, b, kF32Panels, kc, nc, kc * ncp * 4, pack);
-  if (kept.panels || ctx.failed()) return static_cast<const float*>(kept.panels);
-  pack(buf);
-  return buf;
+  return static_cast<const float*>(
+      PackedBlock(ctx, b, kF32Panels, kc, nc, kc * ncp * 4, buf, pack).panels);
 }
 
 // The packed path (BLIS loop order jc, pc, ic, then the macro-kernel): each element sums its k
@@ -552,8 +552,7 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
 constexpr int64_t kSmallBytes = PTOX_CPU_L2_BYTES / 2;
 
 template <DT DB>
-void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kF32> a,
-               Src<DB> b) {
+void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::kF32> a, Src<DB> b) {
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min<int64_t>(kKC, k - pc);
     for (int64_t jr = 0, w = 0; jr < n; jr += w) {
@@ -574,13 +573,17 @@ void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::k
           rows.row[r] = a.p + (ir + std::min<int64_t>(r, h - 1)) * a.rs + pc;
         auto kernel = [&](float* cb, int64_t ld) {
           WithVectors(nv, [&](auto v) {
-            if (bp) MicroKernel<DT::kF32, v, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
-            else MicroKernel<DB, v, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
+            if (bp)
+              MicroKernel<DT::kF32, v, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
+            else
+              MicroKernel<DB, v, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
           });
         };
         float* cb = c + ir * ldc + jr;
-        if (h == kMR && w == nv * kL) kernel(cb, ldc);
-        else ThroughScratch(cb, ldc, h, w, kernel);
+        if (h == kMR && w == nv * kL)
+          kernel(cb, ldc);
+        else
+          ThroughScratch(cb, ldc, h, w, kernel);
       }
     }
   }
@@ -695,8 +698,7 @@ constexpr int64_t kStreamMaxRows = 16;
 // is packed once, not per run, so products of 4 rows or more take the packed kernels then
 // (a GEMV reads B once either way).
 template <DT DA, DT DB>
-void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a,
-          Src<DB> b) {
+void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
   if (m <= 0 || n <= 0 || k <= 0) return;
   const bool in_place = m < 4 || (m <= kStreamMaxRows && b.packed == nullptr);
 #ifdef PTOX_CPU_MATMUL_BF16
@@ -706,8 +708,10 @@ void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<
   }
 #endif
   if (in_place && b.cs == 1) {
-    if (m < 4) StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
-    else GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
+    if (m < 4)
+      StreamRows<DA, DB>(c, ldc, m, n, k, a, b);
+    else
+      GemmDirectB<DA, DB>(c, ldc, m, n, k, a, b);
   } else if (in_place && b.rs == 1 && a.cs == 1) {
     DotRows<DA, DB>(c, ldc, m, n, k, a, b);
   } else if (DA == DT::kF32 && a.cs == 1 && b.cs == 1 && b.packed == nullptr &&

@@ -31,8 +31,8 @@ inline __m512i Lower(__m512i lowest, __m256i x) {  // zero upper lanes leave it 
 inline __m512i NoneLower() { return _mm512_set1_epi16(-1); }
 // The exponent field of the smallest nonzero magnitude (0: a subnormal), kNoNonzero if none.
 inline int MinExponent(__m512i lowest) {
-  const __m256i m = _mm256_min_epu16(_mm512_castsi512_si256(lowest),
-                                     _mm512_extracti64x4_epi64(lowest, 1));
+  const __m256i m =
+      _mm256_min_epu16(_mm512_castsi512_si256(lowest), _mm512_extracti64x4_epi64(lowest, 1));
   const __m128i q = _mm_min_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
   const auto smallest = static_cast<uint16_t>(_mm_cvtsi128_si32(_mm_minpos_epu16(q)) + 1);
   return smallest == 0 ? kNoNonzero : smallest >> 7;
@@ -292,14 +292,15 @@ inline void GemmPackedDp(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, 
       const Src<DT::kBF16> bk = b.Offset(pc, jc);
       const int64_t ncp = (nc + kNR - 1) / kNR * kNR;
       auto pack = [&](void* dst) { return PackBPairs(static_cast<Pair*>(dst), bk, kc, nc); };
-      Kept kept = KeptBlock(ctx, bk, kPairPanels, kc, nc, (kc + 1) / 2 * ncp * 4, pack);
-      if (ctx.failed()) return;
-      if (kept.panels == nullptr) kept = {buf, pack(buf)};  // check: B's MinExponent
-      const auto* bpd = static_cast<const Pair*>(kept.panels);
+      const Packed blk =
+          PackedBlock(ctx, bk, kPairPanels, kc, nc, (kc + 1) / 2 * ncp * 4, buf, pack);
+      if (blk.panels == nullptr) return;  // ctx failed
+      const auto* bpd = static_cast<const Pair*>(blk.panels);
       const float* bp = nullptr;  // the f32 block of B, packed on first need
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min<int64_t>(kMC, m - ic);
-        const int eb = static_cast<int>(kept.check);
+        const int eb = static_cast<int>(blk.check);  // B's MinExponent
+        // (eb < 1 rules the dot products out before A is packed)
         if (eb >= 1 && DpExact(PackAPairs(apd, a.Offset(ic, pc), mc, kc), eb)) {
           MacroKernelDp((kc + 1) / 2, mc, nc, apd, bpd, c + ic * ldc + jc, ldc);
           continue;
