@@ -21,8 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "passes/convert_tensor_to_tile.h"
 #include "ptox/ptox.h"
 #include "support/fma_peak.h"
+#include "targets/target.h"
 
 extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
@@ -190,30 +192,15 @@ void RunPtox(const ptox::Program& p, const std::vector<ptox::Arg>& args, int thr
   }
 }
 
-// The author's blocking for an M x K x N f32 matmul, the one convert-tensor-to-tile picks for a
-// tensor-level matmul on CPU. Operands are read in place (views) and the kernel blocks for the
-// caches itself, so tiles only set the task grain: large output tiles (512 x 1024 over 2048-deep
-// K slices) pack each operand block fewer times; the longer side halves until there are >= 8
-// tasks for the 2 threads. M in 17 .. 512 with N >= 1024 takes 4k equal column stripes of <= 1024
-// (>= 4 tasks). GEMV-like M (<= 16) takes whole-K column stripes of max(512, N / 8) columns,
-// halved only while there are fewer than 4: long contiguous runs of each weight row stream at
-// full bandwidth.
-// PTOX_BENCH_TILES=TMxTNxTK overrides it (for exploring the blocking).
+// The tiles convert-tensor-to-tile picks for a tensor-level M x K x N matmul on the CPU target
+// (passes::convert::MatmulTiling): operands are read in place (views) and the kernel blocks for
+// the caches itself, so tiles only set the task grain.
+// PTOX_BENCH_TILES=TMxTNxTK overrides them (for exploring the blocking).
 std::map<std::string, std::string> Tiles(int64_t m, int64_t k, int64_t n) {
-  auto tasks = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
-  int64_t tm = 512, tn = 1024, tk = 2048;
-  if (m <= 16) tm = m, tn = std::max<int64_t>(512, (n / 8 + 15) / 16 * 16), tk = k;
-  const bool stripes = m > 16 && m <= tm && n >= 8 * 128;
-  if (stripes) {  // all rows in one tile: 4k equal column stripes
-    const int64_t n_stripes = 4 * ((n + 4 * tn - 1) / (4 * tn));
-    tn = ((n + n_stripes - 1) / n_stripes + 15) / 16 * 16;
-  }
-  while (tasks(tm, tn) < (m <= 16 || stripes ? 4 : 8)) {
-    if (tn > 128 && (tn >= tm || m <= 16 || tm <= 64)) tn /= 2;
-    else if (m > 16 && tm > 64) tm /= 2;
-    else break;
-  }
-  tm = std::min(tm, m), tn = std::min(tn, n), tk = std::min(tk, k);
+  int64_t tk = 0;
+  const ptox::passes::convert::Tiling t = ptox::passes::convert::MatmulTiling(
+      ptox::targets::GetTarget("cpu").caps(), m, n, k, &tk);
+  int64_t tm = t.rows, tn = t.cols;
   if (const char* e = std::getenv("PTOX_BENCH_TILES")) {
     long a = 0, b = 0, c = 0;
     if (std::sscanf(e, "%ldx%ldx%ld", &a, &b, &c) == 3)

@@ -64,6 +64,10 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
 void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
                const ir::Value& dst);
 
+// The output tile and K slice (*tk) of an m x k x n matmul on a target with `caps` (0 for a
+// symbolic size). Also what bench/matmul_bench gives its tile-level matmuls.
+Tiling MatmulTiling(const Capabilities& caps, int64_t m, int64_t n, int64_t k, int64_t* tk);
+
 // Largest power of two <= x (x >= 1).
 int64_t FloorPow2(int64_t x);
 
