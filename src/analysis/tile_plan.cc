@@ -2,8 +2,13 @@
 // value's interval runs from its definition to its last use, extended to the end of the
 // outermost loop that uses it without defining it. Buffers are placed first-fit by offset in
 // order of definition; a buffer is free again only after its value's last use (no in-place
-// reuse: an op may read an operand while it writes its result).
+// reuse: an op may read an operand while it writes its result), except where a value takes over
+// another's buffer: a loop's carried tile starts on the bytes of its init when nothing else reads
+// the init (the zero of an accumulator), and a matmul_acc yielded as the carried tile it
+// accumulates into updates that tile in place.
 #include "analysis/tile_plan.h"
+
+#include "analysis/uses.h"
 
 #include <algorithm>
 #include <map>
@@ -31,8 +36,13 @@ class Liveness {
  public:
   Liveness(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>* inlined)
       : inlined_(inlined) {
+    CollectUses(body, uses_, &producers_);
     Number(body);
     Walk(body);
+  }
+  // Values that write another's buffer in place -> that value.
+  const std::unordered_map<const ir::ValueNode*, const ir::ValueNode*>& TakenOver() const {
+    return taken_over_;
   }
   std::vector<Interval> Intervals() const {
     std::vector<Interval> out;
@@ -60,7 +70,7 @@ class Liveness {
     for (const ir::StmtRef& s : block) Stmt(*s);
   }
   void Def(const ir::Value& v, int64_t at) {
-    if (v->type.is_tile() && !(inlined_ && inlined_->count(v.get())))
+    if (v->type.is_tile() && !(inlined_ && inlined_->count(v.get())) && !taken_over_.count(v.get()))
       live_[v.get()] = {v.get(), TileBytes(v->type), at, at};
   }
   void Use(const ir::Operand& o, int64_t at) {
@@ -87,6 +97,40 @@ class Liveness {
       if (auto it = live_.find(v.get()); it != live_.end())
         it->second.end = std::max(it->second.end, last);
   }
+  // v writes the buffer of `owner` (itself possibly taken over) instead of its own.
+  void TakeOver(const ir::ValueNode* v, const ir::ValueNode* owner) {
+    if (auto a = alias_.find(owner); a != alias_.end()) owner = a->second;
+    taken_over_[v] = owner;
+    alias_[v] = owner;
+  }
+  // The matmul_acc of loop f's body that is yielded as carried tile i and accumulates into that
+  // tile (its only use): it updates the carried buffer in place (the K loop of a matmul).
+  const ir::ValueNode* AccumulatesInPlace(const ir::ForStmt& f, size_t i) {
+    if (f.body().empty() || f.body().back()->kind() != ir::StmtKind::kYield) return nullptr;
+    const ir::Operand& y = ir::As<ir::YieldStmt>(*f.body().back()).values()[i];
+    if (!y.is_value() || !f.iter_args()[i]->type.is_tile()) return nullptr;
+    auto p = producers_.find(y.value().get());
+    if (p == producers_.end() || ir::FamilyOf(p->second->op()) != ir::OpFamily::kMatmulAcc)
+      return nullptr;
+    const ir::Operand& acc = p->second->args()[0];
+    bool in_body = false;
+    for (const ir::StmtRef& st : f.body()) in_body |= st.get() == p->second;
+    if (!in_body || !acc.is_value() || acc.value() != f.iter_args()[i] ||
+        uses_[f.iter_args()[i].get()].size() != 1)
+      return nullptr;
+    return y.value().get();
+  }
+  // The init of a loop result when it is a placed tile of the same type used nowhere else,
+  // made inside the loops around this one (else their next iteration needs it again).
+  const ir::ValueNode* InitUsedOnlyThere(const ir::Operand& init, const ir::Value& result) {
+    if (!init.is_value() || !(init.value()->type == result->type)) return nullptr;
+    const ir::ValueNode* v = init.value().get();
+    auto it = live_.find(v);
+    if (it == live_.end() || uses_[v].size() != 1 ||
+        (!nests_.empty() && it->second.start < nests_.back().first))
+      return nullptr;
+    return v;
+  }
   void Stmt(const ir::Stmt& s) {
     const auto [at, last] = span_.at(&s);
     switch (s.kind()) {
@@ -104,13 +148,18 @@ class Liveness {
         const auto& f = ir::As<ir::ForStmt>(s);
         for (const auto& o : f.inits()) Use(o, at);
         for (size_t i = 0; i < f.results().size(); ++i) {
-          Def(f.results()[i], at);
-          alias_[f.iter_args()[i].get()] = f.results()[i].get();
+          const ir::ValueNode* buf = f.results()[i].get();
+          if (const ir::ValueNode* init = InitUsedOnlyThere(f.inits()[i], f.results()[i]))
+            TakeOver(buf, init), buf = init;
+          else
+            Def(f.results()[i], at);
+          alias_[f.iter_args()[i].get()] = buf;
+          if (const ir::ValueNode* acc = AccumulatesInPlace(f, i)) TakeOver(acc, f.results()[i].get());
         }
         nests_.push_back({at, last});
         Walk(f.body());
         nests_.pop_back();
-        LiveThrough(f.results(), last);  // the carried tile is read by every iteration
+        for (const auto& r : f.results()) Use(r, last);  // the carried tile is read by every iteration
         break;
       }
       case ir::StmtKind::kIf: {
@@ -131,6 +180,9 @@ class Liveness {
   }
 
   const std::unordered_set<const ir::ValueNode*>* inlined_;
+  UseMap uses_;
+  ProducerMap producers_;
+  std::unordered_map<const ir::ValueNode*, const ir::ValueNode*> taken_over_;
   std::map<const ir::ValueNode*, const std::vector<ir::Operand>*> operands_;  // of inlined ops
   int64_t next_ = 0;
   std::map<const ir::Stmt*, std::pair<int64_t, int64_t>> span_;
@@ -166,6 +218,10 @@ TilePlan PlanTiles(const ir::IncoreStmt& scope,
     plan.peak_bytes = std::max(plan.peak_bytes, live_bytes);
     plan.total_bytes += iv.bytes;
     active.push_back(iv);
+  }
+  for (const auto& [v, owner] : live.TakenOver()) {
+    plan.offset[v] = plan.offset.at(owner);
+    plan.takes_over[v] = owner;
   }
   return plan;
 }

@@ -14,6 +14,10 @@ namespace ptox::analysis {
 
 struct TilePlan {
   std::unordered_map<const ir::ValueNode*, int64_t> offset;  // tile value -> arena offset
+  // Values written in another's buffer -> that value (same offset): a loop result whose carried
+  // tile starts on its init's bytes (an init read nowhere else: no copy into the loop),
+  // a matmul_acc yielded as the carried tile it accumulates into (no copy out of the op).
+  std::unordered_map<const ir::ValueNode*, const ir::ValueNode*> takes_over;
   int64_t arena_bytes = 0;  // the arena the offsets need (buffers shared by disjoint lifetimes)
   int64_t peak_bytes = 0;   // the most bytes of tiles live at one point (a lower bound)
   int64_t total_bytes = 0;  // every tile in its own buffer (no reuse)

@@ -304,6 +304,44 @@ TEST(RuntimeDependencies, ReductionThroughAnAccumulatorIsOrderedLikeTheInterpret
     EXPECT_GE(trace[i].start_us, trace[i - 1].end_us) << "task " << trace[i].id;
 }
 
+// (c) Carried tiles in their init's bytes (analysis/tile_plan): the inner loop's accumulator
+// starts on the zero's bytes only when the zero is made in the same loop, so the second row of
+// tiles starts from zero again; a zero also read after its loop keeps its value.
+const char* kCarried = R"(
+func @carried(%x: in tensor<64x8xf32>, %y: out tensor<16x8xf32>, %z: out tensor<8x8xf32>) {
+  incore {
+    %outer = tile.full 0.0 : tile<8x8xf32>
+    for %i = 0 to 16 step 8 {
+      %acc = for %k = 0 to 64 step 8 iter(%p = %outer) {
+        %t = tile.load %x[%k, 0] : tile<8x8xf32>
+        %n = tile.add %p, %t
+        yield %n
+      }
+      tile.store %acc, %y[%i, 0]
+    }
+    %zero = tile.full 0.0 : tile<8x8xf32>
+    %sum = for %kk = 0 to 64 step 8 iter(%q = %zero) {
+      %u = tile.load %x[%kk, 0] : tile<8x8xf32>
+      %m = tile.add %q, %u
+      yield %m
+    }
+    %back = tile.sub %sum, %zero
+    tile.store %back, %z[0, 0]
+  }
+}
+)";
+
+TEST(RuntimeTiles, CarriedTilesStartFromTheirInitEveryTime) {
+  Program prog = MustParse(kCarried);
+  const Args inputs = MakeArgs(prog, {}, Uniform(13, -4.0f, 4.0f));
+  ExpectCpuMatchesInterpBitwise(prog, inputs);
+  Args got = inputs.Clone();
+  ASSERT_TRUE(ptox::Run(prog, got.Views(), {.target = "cpu"}).ok());
+  const HostTensor& y = *got.by_name["y"];
+  for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(y.Get(j), y.Get(64 + j)) << j;  // both rows of tiles
+  for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(got.by_name["z"]->Get(j), y.Get(j)) << j;
+}
+
 // ---- Failure ---------------------------------------------------------------------------------
 
 // Task 2 loads at row 1000 of a 64-row tensor; every task chains through acc, so the 7 tasks

@@ -159,7 +159,11 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     std::string v = Name(f.results()[i]);
     Alias(f.iter_args()[i], v);
     const ir::Type& t = f.results()[i]->type;
-    if (t.is_tile()) {
+    if (plan_ && plan_->takes_over.count(f.results()[i].get())) {  // starts on its init's bytes
+      v = Operand(f.inits()[i]);
+      Alias(f.results()[i], v);
+      Alias(f.iter_args()[i], v);
+    } else if (t.is_tile()) {
       DeclareTile(depth, f.results()[i], v);
       Line(depth, fmt::format("pc::Assign(ctx, {}, {});", v, Operand(f.inits()[i])));
     } else {
@@ -168,24 +172,13 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     }
     vars.push_back(v);
   }
-  // A carried tile updated by matmul_acc (the K loop of a matmul) accumulates in place: the op
-  // writes the loop variable itself, so neither the op nor the yield copies the tile.
-  if (!f.body().empty() && f.body().back()->kind() == ir::StmtKind::kYield) {
+  // A matmul_acc that accumulates into the carried tile (the K loop of a matmul) writes the
+  // loop variable itself (tile plan): neither the op nor the yield copies the tile.
+  if (plan_ && !f.body().empty() && f.body().back()->kind() == ir::StmtKind::kYield) {
     const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
-    for (size_t i = 0; i < yields.size(); ++i) {
-      if (!yields[i].is_value() || !f.iter_args()[i]->type.is_tile()) continue;
-      auto it = producer_.find(yields[i].value().get());
-      if (it == producer_.end() || ir::FamilyOf(it->second->op()) != ir::OpFamily::kMatmulAcc)
-        continue;
-      const ir::Operand& acc = it->second->args()[0];
-      bool only_use = uses_[f.iter_args()[i].get()].size() == 1;
-      bool in_body = false;
-      for (const ir::StmtRef& st : f.body()) in_body |= st.get() == it->second;
-      if (acc.is_value() && acc.value() == f.iter_args()[i] && only_use && in_body) {
+    for (size_t i = 0; i < yields.size(); ++i)
+      if (yields[i].is_value() && plan_->takes_over.count(yields[i].value().get()))
         Alias(yields[i].value(), vars[i]);
-        in_place_.insert(yields[i].value().get());
-      }
-    }
   }
   std::string iv = Name(f.iv());
   Line(depth, "{");
@@ -305,7 +298,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     Check(depth);
     return;
   }
-  if (!in_place_.count(res.get())) DeclareTile(depth, res, r);
+  if (!plan_ || !plan_->takes_over.count(res.get())) DeclareTile(depth, res, r);
   std::string call;
   switch (family) {
     case ir::OpFamily::kLoad: {

@@ -76,8 +76,6 @@ class Emitter {
   analysis::ProducerMap producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
   std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
-  // Tile results written straight into a loop-carried variable (declared by the loop).
-  std::unordered_set<const ir::ValueNode*> in_place_;
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted
   bool uses_matmul_ = false;  // an op of kernels/cpu/matmul.h was emitted

@@ -1,5 +1,6 @@
 // Tile liveness and arena placement (src/analysis/tile_plan): buffers shared only by tiles never
-// live at once, loops extend lifetimes, fused (inlined) values take no bytes.
+// live at once, loops extend lifetimes, fused (inlined) values take no bytes, an accumulator
+// works in the bytes of its zero and its matmul_acc in the accumulator's.
 #include "analysis/tile_plan.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,76 @@ TEST(TilePlan, InlinedValuesTakeNoBytesAndTheirOperandsLiveToTheUse) {
   EXPECT_FALSE(p.offset.count(s.values["b"]));
   EXPECT_FALSE(Overlap(p, s.values["a"], s.values["c"], 64));
   EXPECT_FALSE(Overlap(p, s.values["a"], s.values["d"], kTile));
+}
+
+// A matmul K loop: `zero`, the loop result `acc` and the matmul_acc result `next` share one
+// buffer when nothing else reads them; `extra` (optional) is appended to the scope.
+std::string KLoop(const std::string& before_loop, const std::string& in_loop,
+                  const std::string& extra) {
+  return R"(func @f(%x: in tensor<8x64xf32>, %w: in tensor<64x8xf32>, %y: out tensor<8x8xf32>) {
+  incore {
+    %zero = tile.full 0.0 : tile<8x8xf32>
+)" + before_loop + R"(
+    %acc = for %k = 0 to 64 step 8 iter(%p = %zero) {
+      %ta = tile.load %x[0, %k] : tile<8x8xf32>
+      %tb = tile.load %w[%k, 0] : tile<8x8xf32>
+      %next = tile.matmul_acc %p, %ta, %tb
+)" + in_loop + R"(
+      yield %next
+    }
+    tile.store %acc, %y[0, 0]
+)" + extra + R"(
+  }
+})";
+}
+
+TEST(TilePlan, AnAccumulatorWorksInTheBytesOfItsZero) {
+  Scope s = Find(KLoop("", "", ""));
+  TilePlan p = PlanTiles(*s.scope);
+  EXPECT_EQ(p.takes_over.at(s.values["acc"]), s.values["zero"]);
+  EXPECT_EQ(p.takes_over.at(s.values["next"]), s.values["zero"]);
+  EXPECT_EQ(p.offset.at(s.values["acc"]), p.offset.at(s.values["zero"]));
+  EXPECT_EQ(p.offset.at(s.values["next"]), p.offset.at(s.values["zero"]));
+  EXPECT_EQ(p.arena_bytes, 3 * kTile);  // zero (= acc = next), ta, tb
+  for (const char* inner : {"ta", "tb"})
+    EXPECT_FALSE(Overlap(p, s.values["zero"], s.values[inner], kTile)) << inner;
+}
+
+TEST(TilePlan, NoTakeOverWhereTheOldValueIsStillRead) {
+  // zero is stored after the loop: the loop must start on a copy of it.
+  Scope used = Find(KLoop("", "", "    tile.store %zero, %y[0, 0]"));
+  TilePlan p = PlanTiles(*used.scope);
+  EXPECT_FALSE(p.takes_over.count(used.values["acc"]));
+  EXPECT_TRUE(p.takes_over.count(used.values["next"]));  // the accumulation is still in place
+  EXPECT_FALSE(Overlap(p, used.values["zero"], used.values["acc"], kTile));
+
+  // the carried tile is read besides the matmul_acc: next needs its own bytes.
+  Scope read = Find(KLoop("", "      %q = tile.add %p, %next\n", ""));
+  p = PlanTiles(*read.scope);
+  EXPECT_TRUE(p.takes_over.count(read.values["acc"]));
+  EXPECT_FALSE(p.takes_over.count(read.values["next"]));
+  EXPECT_FALSE(Overlap(p, read.values["acc"], read.values["next"], kTile));
+}
+
+TEST(TilePlan, NoTakeOverOfAZeroMadeOutsideAnEnclosingLoop) {
+  // Every iteration of the outer loop starts the inner one from zero again.
+  Scope s = Find(R"(func @f(%x: in tensor<8x64xf32>, %w: in tensor<64x8xf32>, %y: out tensor<16x8xf32>) {
+  incore {
+    %zero = tile.full 0.0 : tile<8x8xf32>
+    for %i = 0 to 16 step 8 {
+      %acc = for %k = 0 to 64 step 8 iter(%p = %zero) {
+        %ta = tile.load %x[0, %k] : tile<8x8xf32>
+        %tb = tile.load %w[%k, 0] : tile<8x8xf32>
+        %next = tile.matmul_acc %p, %ta, %tb
+        yield %next
+      }
+      tile.store %acc, %y[%i, 0]
+    }
+  }
+})");
+  TilePlan p = PlanTiles(*s.scope);
+  EXPECT_FALSE(p.takes_over.count(s.values["acc"]));
+  EXPECT_FALSE(Overlap(p, s.values["zero"], s.values["acc"], kTile));
 }
 
 }  // namespace
