@@ -306,9 +306,11 @@ TEST(RuntimeDependencies, ReductionThroughAnAccumulatorIsOrderedLikeTheInterpret
 
 // (c) Carried tiles in their init's bytes (analysis/tile_plan): the inner loop's accumulator
 // starts on the zero's bytes only when the zero is made in the same loop, so the second row of
-// tiles starts from zero again; a zero also read after its loop keeps its value.
+// tiles starts from zero again; a zero also read after its loop keeps its value; an inner
+// accumulator (in its own zero's bytes) yielded by an outer loop is copied into the outer one's.
 const char* kCarried = R"(
-func @carried(%x: in tensor<64x8xf32>, %y: out tensor<16x8xf32>, %z: out tensor<8x8xf32>) {
+func @carried(%x: in tensor<64x8xf32>, %y: out tensor<16x8xf32>, %z: out tensor<8x8xf32>,
+              %w: out tensor<8x8xf32>) {
   incore {
     %outer = tile.full 0.0 : tile<8x8xf32>
     for %i = 0 to 16 step 8 {
@@ -327,6 +329,17 @@ func @carried(%x: in tensor<64x8xf32>, %y: out tensor<16x8xf32>, %z: out tensor<
     }
     %back = tile.sub %sum, %zero
     tile.store %back, %z[0, 0]
+    %start = tile.full 1.0 : tile<8x8xf32>
+    %last = for %r = 0 to 3 step 1 iter(%o = %start) {
+      %z2 = tile.full 0.0 : tile<8x8xf32>
+      %a2 = for %k2 = 0 to 64 step 8 iter(%q2 = %z2) {
+        %t2 = tile.load %x[%k2, 0] : tile<8x8xf32>
+        %m2 = tile.add %q2, %t2
+        yield %m2
+      }
+      yield %a2
+    }
+    tile.store %last, %w[0, 0]
   }
 }
 )";
@@ -340,6 +353,7 @@ TEST(RuntimeTiles, CarriedTilesStartFromTheirInitEveryTime) {
   const HostTensor& y = *got.by_name["y"];
   for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(y.Get(j), y.Get(64 + j)) << j;  // both rows of tiles
   for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(got.by_name["z"]->Get(j), y.Get(j)) << j;
+  for (int64_t j = 0; j < 64; ++j) EXPECT_EQ(got.by_name["w"]->Get(j), y.Get(j)) << j;
 }
 
 // ---- Failure ---------------------------------------------------------------------------------

@@ -176,8 +176,13 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
   // loop variable itself (tile plan): neither the op nor the yield copies the tile.
   if (plan_ && !f.body().empty() && f.body().back()->kind() == ir::StmtKind::kYield) {
     const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
+    auto buffer = [&](const ir::ValueNode* v) {  // whose bytes v lives in
+      auto it = plan_->takes_over.find(v);
+      return it == plan_->takes_over.end() ? v : it->second;
+    };
     for (size_t i = 0; i < yields.size(); ++i)
-      if (yields[i].is_value() && plan_->takes_over.count(yields[i].value().get()))
+      if (yields[i].is_value() && plan_->takes_over.count(yields[i].value().get()) &&
+          buffer(yields[i].value().get()) == buffer(f.results()[i].get()))
         Alias(yields[i].value(), vars[i]);
   }
   std::string iv = Name(f.iv());
