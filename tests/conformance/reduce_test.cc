@@ -188,8 +188,11 @@ std::vector<RunConfig> MatmulBlockedConfigs(DType d) {
 std::vector<RunConfig> MatmulNarrowConfigs(DType d) {
   return MatmulSizes(d, {{5, 40, 100}, {4, 39, 99}, {11, 81, 201}, {1, 1, 1}, {3, 0, 7}}, 400);
 }
+// (N = 80 and 64 end in a 32- / 16-column panel of whole vectors, which AVX-512 reads in place
+// up to the tensor's last column.)
 std::vector<RunConfig> MatmulRowsConfigs(DType d) {
-  return MatmulSizes(d, {{16, 150, 100}, {13, 301, 99}, {9, 7, 49}, {1, 1, 1}}, 450);
+  return MatmulSizes(d, {{16, 150, 100}, {13, 301, 99}, {9, 7, 49}, {1, 1, 1}, {16, 150, 80},
+                         {12, 40, 64}}, 450);
 }
 // Tiles wider than the GEMM's 4096-column B block: two column blocks, the second partial.
 std::vector<RunConfig> MatmulWideConfigs(DType d) {
