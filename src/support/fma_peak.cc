@@ -106,12 +106,20 @@ std::atomic<float> g_sink{0};  // keeps the loops' results alive
 }  // namespace
 
 FmaKernel BestFmaKernel() {
+  for (const char* isa : {"avx512", "avx2"})
+    if (FmaKernel k = FmaKernelFor(isa); k.isa != nullptr) return k;
+  return FmaKernelFor("scalar");
+}
+
+FmaKernel FmaKernelFor(std::string_view isa) {
+  const FmaKernel scalar{"scalar", 1, &FmaLoopScalar};
+  if (isa == "scalar") return scalar;
 #if PTOX_FMA_X86
   static const CpuFeatures f = Detect();
-  if (f.avx512f && f.os_zmm) return {"avx512", 16, &FmaLoopAvx512};
-  if (f.avx2 && f.fma && f.os_ymm) return {"avx2", 8, &FmaLoopAvx2};
+  if (isa == "avx512" && f.avx512f && f.os_zmm) return {"avx512", 16, &FmaLoopAvx512};
+  if (isa == "avx2" && f.avx2 && f.fma && f.os_ymm) return {"avx2", 8, &FmaLoopAvx2};
 #endif
-  return {"scalar", 1, &FmaLoopScalar};
+  return {nullptr, 0, nullptr};
 }
 
 FmaKernel Bf16DotKernel() {
@@ -138,8 +146,7 @@ double RunFmaOnThreads(const FmaKernel& k, int threads, int64_t iters) {
   return 2.0 * k.lanes * kFmaChains * static_cast<double>(iters) * threads;
 }
 
-double MeasureFmaPeakGflops(int threads) {
-  const FmaKernel k = BestFmaKernel();
+double MeasurePeakGflops(const FmaKernel& k, int threads) {
   const int64_t iters = FmaIterations(k);
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace ptox {
 
@@ -23,6 +24,10 @@ struct FmaKernel {
 // else AVX2 + FMA where the OS saves YMM state, else scalar.
 FmaKernel BestFmaKernel();
 
+// The loop of one ISA ("avx512", "avx2" or "scalar") where this host runs it, else isa = nullptr:
+// the ceiling of code built for that ISA (a cpu-avx2 kernel on an AVX-512 host).
+FmaKernel FmaKernelFor(std::string_view isa);
+
 // The bf16 dot-product loop (vdpbf16ps: 16 lanes x 2 products and adds per instruction, counted
 // as lanes = 32) where the host has AVX512_BF16, the ceiling of bf16 matmuls; else isa = nullptr.
 FmaKernel Bf16DotKernel();
@@ -34,8 +39,8 @@ int64_t FmaIterations(const FmaKernel& k);
 // the flops done.
 double RunFmaOnThreads(const FmaKernel& k, int threads, int64_t iters);
 
-// The best of 3 runs of BestFmaKernel() on `threads` threads at once (FmaIterations each), in
-// GFLOP/s. `threads` < 1 counts as 1.
-double MeasureFmaPeakGflops(int threads);
+// The best of 3 runs of k on `threads` threads at once (FmaIterations each), in GFLOP/s.
+// `threads` < 1 counts as 1.
+double MeasurePeakGflops(const FmaKernel& k, int threads);
 
 }  // namespace ptox

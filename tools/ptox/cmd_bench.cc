@@ -3,7 +3,8 @@
 // --const):
 // times ptox::Run of a program, or of generated tensor-level matmuls, and prints per thread count
 // the median / min / max wall time, GFLOP/s and GB/s from the task trace, and the share of the
-// host's FMA peak measured in the same invocation (DESIGN.md, Benchmarks); then `OK`.
+// peak of the target's ISA on this host measured in the same invocation (the FMA loop; bf16
+// matmuls on AVX512_BF16: the dot-product loop) (DESIGN.md, Benchmarks); then `OK`.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,8 +61,10 @@ struct Record {
   // tiles in full. Bytes: read + written by the tasks.
   std::optional<double> flops;
   std::optional<int64_t> bytes;
-  std::optional<double> fma_peak_gflops;  // CPU targets only
-  std::string fma_isa;
+  // CPU targets only: the ceiling measured in the same invocation (CeilingFor).
+  std::optional<double> fma_peak_gflops;
+  std::string fma_isa;    // its loop: "avx512", "avx2", "scalar" or "avx512bf16" (bf16 dot)
+  std::string peak_name;  // "f32 FMA" or "bf16 dot-product"
 
   std::optional<double> Gflops() const {
     if (!flops || *flops == 0) return std::nullopt;
@@ -82,6 +85,23 @@ Status Invalid(const std::string& message) { return Status(StatusCode::kInvalid,
 
 bool IsCpuTarget(const std::string& target) {
   return target == "cpu" || target.rfind("cpu-", 0) == 0;
+}
+
+// What a record's rate is a share of: the FMA loop of the ISA the target compiles for (the best
+// the host runs for "cpu"), except that bf16 matmuls on an AVX-512 target of a host with
+// AVX512_BF16 run on dot products (kernels/cpu/matmul_bf16.h): their ceiling is that loop.
+struct Ceiling {
+  FmaKernel loop;    // isa == nullptr: the host cannot run the target's ISA
+  const char* name;  // "f32 FMA" or "bf16 dot-product"
+};
+Ceiling CeilingFor(const std::string& target, const Case& c) {
+  const FmaKernel k = target == "cpu-avx2"     ? FmaKernelFor("avx2")
+                      : target == "cpu-scalar" ? FmaKernelFor("scalar")
+                      : target == "cpu-avx512" ? FmaKernelFor("avx512")
+                                               : BestFmaKernel();
+  if (k.isa != nullptr && std::string_view(k.isa) == "avx512" && c.dtype == "bf16")
+    if (const FmaKernel dot = Bf16DotKernel(); dot.isa != nullptr) return {dot, "bf16 dot-product"};
+  return {k, "f32 FMA"};
 }
 
 // "MxKxN" -> {M, K, N}; every size a whole number >= 0.
@@ -180,7 +200,7 @@ Result<Record> Measure(const Case& c, const BenchArgs& args, PreparedRun& run, i
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
   double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  Record r{&c, args.target, threads, args.reps, median, ms.front(), ms.back(), {}, {}, {}, ""};
+  Record r{&c, args.target, threads, args.reps, median, ms.front(), ms.back(), {}, {}, {}, "", ""};
   if (args.target != "interp") {
     std::vector<TaskTrace> trace;
     options.trace = &trace;
@@ -216,7 +236,8 @@ std::string Line(const Record& r) {
   if (std::optional<double> g = r.Gflops()) {
     std::string rate = Rate(*g) + " GFLOP/s";
     if (std::optional<double> f = r.PeakFraction())
-      rate += fmt::format(" = {:.0f}% of the f32 FMA peak ({} GFLOP/s, {})", 100 * *f,
+      rate += fmt::format(" = {:.0f}% of the {} peak ({} GFLOP/s, {})", 100 * *f,
+                          r.peak_name,
                           Rate(*r.fma_peak_gflops), r.fma_isa);
     rates.push_back(rate);
   }
@@ -251,6 +272,7 @@ nlohmann::json ToJson(const std::vector<Record>& records, const std::vector<std:
         {"gb_per_s", OrNull(r.GBps())},
         {"fma_peak_gflops", OrNull(r.fma_peak_gflops)},
         {"fma_isa", r.fma_isa.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fma_isa)},
+        {"peak", r.peak_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.peak_name)},
         {"peak_fraction", OrNull(r.PeakFraction())},
         {"constants", constants}};
     if (r.c->file) j["file"] = *r.c->file;
@@ -270,8 +292,7 @@ int BenchCommand(BenchArgs args) {
   // 0 (the default) runs on the process-wide executor: report how many threads that is.
   std::vector<int> thread_counts = args.threads.empty() ? std::vector<int>{0} : args.threads;
   if (args.target == "interp") thread_counts = {1};  // the interpreter runs on the caller
-  const std::string fma_isa = BestFmaKernel().isa;
-  std::map<int, double> peaks;  // per thread count, measured once
+  std::map<std::pair<std::string, int>, double> peaks;  // per loop and thread count, once
   std::vector<Record> records;
   for (const Case& c : *cases) {
     if (Status s = CheckTarget(c.prog, args.target); !s.ok()) return Fail(s);
@@ -283,10 +304,15 @@ int BenchCommand(BenchArgs args) {
       if (!r.ok()) return Fail(r.status());
       r->threads = threads;
       if (IsCpuTarget(args.target)) {
-        auto it = peaks.find(threads);
-        if (it == peaks.end()) it = peaks.emplace(threads, MeasureFmaPeakGflops(threads)).first;
-        r->fma_peak_gflops = it->second;
-        r->fma_isa = fma_isa;
+        const Ceiling peak = CeilingFor(args.target, c);
+        if (const FmaKernel& k = peak.loop; k.isa != nullptr) {
+          auto it = peaks.find({k.isa, threads});
+          if (it == peaks.end())
+            it = peaks.emplace(std::pair{k.isa, threads}, MeasurePeakGflops(k, threads)).first;
+          r->fma_peak_gflops = it->second;
+          r->fma_isa = k.isa;
+          r->peak_name = peak.name;
+        }
       }
       std::printf("%s\n", Line(*r).c_str());
       std::fflush(stdout);

@@ -374,6 +374,36 @@ TEST(Bench, MatmulPrintsTimesRatesAndOk) {
   EXPECT_EQ(lines[1], "OK");
 }
 
+// The ceiling is the peak of what the target runs: the FMA loop of its ISA (AVX2 for cpu-avx2
+// code on an AVX-512 host), and for bf16 matmuls on AVX512_BF16 the dot-product loop.
+TEST(Bench, PeakIsThatOfTheTargetsIsa) {
+  TempDir dir;
+  for (const std::string& target : AvailableTargets()) {
+    if (target.rfind("cpu", 0) != 0) continue;
+    for (const std::string dtype : {"f32", "bf16"}) {
+      ProcessResult r = Ptox({"bench", "--matmul", "32x32x32", "--dtype", dtype, "--reps", "1",
+                              "--threads", "1", "--target", target, "--json", dir / "p.json"});
+      ASSERT_EQ(r.exit_code, 0) << target << ": " << r.err;
+      nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "p.json"), nullptr, false);
+      ASSERT_TRUE(j.is_array() && j.size() == 1u) << ReadFile(dir / "p.json");
+      const std::string isa = j[0]["fma_isa"], peak = j[0]["peak"], where = target + " " + dtype;
+      if (target == "cpu-avx2") {
+        EXPECT_EQ(isa, "avx2") << where;
+      } else if (target == "cpu-scalar") {
+        EXPECT_EQ(isa, "scalar") << where;
+      } else if (target == "cpu-avx512") {
+        EXPECT_TRUE(isa == "avx512" || (dtype == "bf16" && isa == "avx512bf16")) << where;
+      }
+      EXPECT_EQ(peak, isa == "avx512bf16" ? "bf16 dot-product" : "f32 FMA") << where;
+      if (dtype == "f32") {
+        EXPECT_NE(isa, "avx512bf16") << where;
+      }
+      EXPECT_NE(r.out.find("% of the " + peak + " peak ("), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find(" GFLOP/s, " + isa + ")"), std::string::npos) << r.out;
+    }
+  }
+}
+
 TEST(Bench, FileWithDimsAndOneLinePerThreadCount) {
   const std::string matmul = std::string(PTOX_EXAMPLES_DIR) + "/matmul_dyn.pto";
   ProcessResult r = Ptox({"bench", matmul, "--dims", "M=70,K=100,N=90", "--reps", "2", "--threads",
