@@ -236,6 +236,57 @@ Packed PackedBlock(Ctx& ctx, Src<D> b, PackKind kind, int64_t kc, int64_t nc, in
   return {blk + head, check};
 }
 
+#if defined(__AVX512F__)
+constexpr int kTransposeCols = 16;
+
+// dst[c * ld + i] = lane c of r[i], for 8 rows of 16 32-bit lanes, in register shuffles.
+template <typename T>
+inline void StoreTransposed8x16(const __m512 (&r)[8], T* dst, int64_t ld) {
+  static_assert(sizeof(T) == 4);
+  __m512 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {  // per 128-bit lane L: rows i, i+1 at columns 4L .. 4L+3
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 2; ++h)  // u[4h + j], lane L: rows 4h .. 4h+3 at column 4L + j
+    for (int j = 0; j < 2; ++j) {
+      u[4 * h + 2 * j] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0x44);
+      u[4 * h + 2 * j + 1] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0xEE);
+    }
+  const __m512i lanes01 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i lanes23 =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int j = 0; j < 4; ++j) {  // columns j and 4 + j, then 8 + j and 12 + j: 8 rows each
+    const __m512 x = _mm512_permutex2var_ps(u[j], lanes01, u[4 + j]);
+    const __m512 y = _mm512_permutex2var_ps(u[j], lanes23, u[4 + j]);
+    auto* d = reinterpret_cast<float*>(dst);
+    _mm256_storeu_ps(d + j * ld, _mm512_castps512_ps256(x));
+    _mm256_storeu_ps(d + (4 + j) * ld, _mm512_extractf32x8_ps(x, 1));
+    _mm256_storeu_ps(d + (8 + j) * ld, _mm512_castps512_ps256(y));
+    _mm256_storeu_ps(d + (12 + j) * ld, _mm512_extractf32x8_ps(y, 1));
+  }
+}
+
+// dst[c * ld + r] = row r's element c for 8 rows of 32-bit elements (row r at src + r *
+// row_bytes) and 16 columns, moved as bits: packing A panels k-major 8 rows at a time (scalar
+// element-by-element packing cost 5 % of a 256 x 512 x 1024 product), and pairs of bf16.
+template <typename T>
+inline void Transpose8x16(const void* src, int64_t row_bytes, T* dst, int64_t ld) {
+  const char* s = static_cast<const char*>(src);
+  __m512 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(s + i * row_bytes);
+  StoreTransposed8x16(r, dst, ld);
+}
+
+// The same for 8 rows of any float format D, rs elements apart, widened to f32.
+template <DT D>
+inline void Transpose8x16(const Unaligned<Memory<D>>* src, int64_t rs, float* dst, int64_t ld) {
+  __m512 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = Vec::Widen<D>(src + i * rs);
+  StoreTransposed8x16(r, dst, ld);
+}
+#endif
+
 // One row of n elements as f32 (n <= kNR), zero-filled to kNR.
 template <DT D>
 inline void WidenRow(float* dst, const Unaligned<Memory<D>>* src, int64_t n) {
@@ -271,49 +322,25 @@ __attribute__((noinline)) void PackB(float* dst, Src<D> b, int64_t kc, int64_t n
   for (int64_t j0 = 0; j0 < nc; j0 += kNR) {  // column-contiguous (a transposed B): down columns
     const int64_t w = std::min<int64_t>(kNR, nc - j0);
     float* panel = dst + j0 * kc;
+    int64_t k0 = 0;
+#if defined(__AVX512F__)
+    if (b.rs == 1)  // whole groups of 8 columns, 16 k at a time (128 x 2048 x 6144: 1.4x)
+      for (; k0 + kTransposeCols <= kc; k0 += kTransposeCols)
+        for (int64_t g = 0; g + 8 <= w; g += 8)
+          Transpose8x16<D>(b.p + (j0 + g) * b.cs + k0, b.cs, panel + k0 * kNR + g, kNR);
+    const int64_t done = b.rs == 1 ? w / 8 * 8 : 0;  // columns [0, done) of rows [0, k0)
+#else
+    const int64_t done = 0;
+#endif
     for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * kNR + w, panel + (k + 1) * kNR, 0.f);
     for (int64_t j = 0; j < w; ++j) {
       const Unaligned<Memory<D>>* col = b.p + (j0 + j) * b.cs;
-      for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = FromMemory<D>(col[k * b.rs]);
+      for (int64_t k = j < done ? k0 : 0; k < kc; ++k)
+        panel[k * kNR + j] = FromMemory<D>(col[k * b.rs]);
     }
   }
 }
 
-#if defined(__AVX512F__)
-constexpr int kTransposeCols = 16;
-
-// dst[c * ld + r] = row r's element c for 8 rows of 32-bit elements (row r at src + r *
-// row_bytes) and 16 columns: packing A panels k-major, 8 rows at a time, in bit moves only
-// (scalar element-by-element packing cost 5 % of a 256 x 512 x 1024 product).
-template <typename T>
-inline void Transpose8x16(const void* src, int64_t row_bytes, T* dst, int64_t ld) {
-  static_assert(sizeof(T) == 4);
-  const char* s = static_cast<const char*>(src);
-  __m512 r[8], t[8], u[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_ps(s + i * row_bytes);
-  for (int i = 0; i < 8; i += 2) {  // per 128-bit lane L: rows i, i+1 at columns 4L .. 4L+3
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int h = 0; h < 2; ++h)  // u[4h + j], lane L: rows 4h .. 4h+3 at column 4L + j
-    for (int j = 0; j < 2; ++j) {
-      u[4 * h + 2 * j] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0x44);
-      u[4 * h + 2 * j + 1] = _mm512_shuffle_ps(t[4 * h + j], t[4 * h + 2 + j], 0xEE);
-    }
-  const __m512i lanes01 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-  const __m512i lanes23 =
-      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-  for (int j = 0; j < 4; ++j) {  // columns j and 4 + j, then 8 + j and 12 + j: 8 rows each
-    const __m512 x = _mm512_permutex2var_ps(u[j], lanes01, u[4 + j]);
-    const __m512 y = _mm512_permutex2var_ps(u[j], lanes23, u[4 + j]);
-    auto* d = reinterpret_cast<float*>(dst);
-    _mm256_storeu_ps(d + j * ld, _mm512_castps512_ps256(x));
-    _mm256_storeu_ps(d + (4 + j) * ld, _mm512_extractf32x8_ps(x, 1));
-    _mm256_storeu_ps(d + (8 + j) * ld, _mm512_castps512_ps256(y));
-    _mm256_storeu_ps(d + (12 + j) * ld, _mm512_extractf32x8_ps(y, 1));
-  }
-}
-#endif
 
 // A rows [0, mc) x cols [0, kc) into kMR-row panels, each kc x kMR (k-major), zero-padded.
 template <DT D>
@@ -324,10 +351,10 @@ __attribute__((noinline)) void PackA(float* dst, Src<D> a, int64_t mc, int64_t k
     if (h < kMR) std::fill(panel, panel + kc * kMR, 0.0f);
     int64_t k0 = 0;
 #if defined(__AVX512F__)
-    if constexpr (D == DT::kF32 && kMR == 8)
+    if constexpr (kMR == 8)
       if (h == kMR && a.cs == 1)
         for (; k0 + kTransposeCols <= kc; k0 += kTransposeCols)
-          Transpose8x16(a.p + i0 * a.rs + k0, a.rs * 4, panel + k0 * kMR, kMR);
+          Transpose8x16<D>(a.p + i0 * a.rs + k0, a.rs, panel + k0 * kMR, kMR);
 #endif
     for (int64_t r = 0; r < h; ++r) {
       const Unaligned<Memory<D>>* row = a.p + (i0 + r) * a.rs;
@@ -702,15 +729,18 @@ constexpr int64_t kStreamMaxRows = 16;
 
 // Few rows read B in place: packing it would cost about as much as their product. A constant B
 // is packed once, not per run, so products of 4 rows or more take the packed kernels then
-// (a GEMV reads B once either way).
+// (a GEMV reads B once either way). So does a transposed B (B^T's rows contiguous, as LLM
+// weights are stored) of 4 rows or more: its in-place kernel, dot products along k, reads B once
+// per row of A (16 x 2048 x 6144 f32: 10.5 ms in place, 5.0 packed; a register-blocked version
+// reading it once ran no faster than packing).
 template <DT DA, DT DB>
 void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
   if (m <= 0 || n <= 0 || k <= 0) return;
-  const bool in_place = m < 4 || (m <= kStreamMaxRows && b.packed == nullptr);
+  const bool in_place = m < 4 || (m <= kStreamMaxRows && b.packed == nullptr && b.cs == 1);
 #ifdef PTOX_CPU_MATMUL_BF16
   if constexpr (DA == DT::kBF16 && DB == DT::kBF16) {
-    if (in_place && m >= 4 && b.cs == 1) return StreamRowsDp(c, ldc, m, n, k, a, b);
-    if (!in_place && b.cs == 1) return GemmPackedDp(ctx, c, ldc, m, n, k, a, b);
+    if (in_place && m >= 4) return StreamRowsDp(c, ldc, m, n, k, a, b);
+    if (!in_place) return GemmPackedDp(ctx, c, ldc, m, n, k, a, b);
   }
 #endif
   if (in_place && b.cs == 1) {

@@ -55,13 +55,16 @@ inline void PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<ui
   }
 }
 
-// B rows [0, kc) x cols [0, nc), rows contiguous, into kNR-wide panels of ceil(kc / 2) pair
+// B rows [0, kc) x cols [0, nc) into kNR-wide panels of ceil(kc / 2) pair
 // rows (the last pair's odd half zero past kc, as columns past nc). Whole pairs of panels go 32
 // columns at a time: two rows interleaved by unpacklo / unpackhi of 16-bit lanes, whose lane
 // order one permute per 16 pairs restores, and the range check as a running minimum (element by
 // element this packing took 40 % of a 128 x 2048 x 5632 product); the rest through PairRow.
 // Returns the block's MinExponent.
+inline int PackBPairsT(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc);
+
 inline int PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
+  if (b.cs != 1) return PackBPairsT(dst, b, kc, nc);
   const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
   constexpr int64_t kChunk = 2 * kL, kGroup = 4 * kNR;  // columns per step, per row pass
   const int64_t fast = nc / (2 * kNR) * (2 * kNR);      // whole chunks filling whole panels
@@ -91,6 +94,40 @@ inline int PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
     for (int64_t j0 = p < kfull ? fast : 0; j0 < nc; j0 += kNR)
       PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
               std::min<int64_t>(kNR, nc - j0), lowest);
+  }
+  return MinExponent(lowest);
+}
+
+// PackBPairs for a B whose rows are not contiguous — a transposed B (B^T's rows, the columns,
+// hold k contiguously: b.rs == 1), as LLM weights are usually stored. The pair of k and k + 1
+// of column j is then one 32-bit word of B^T's row j, so whole groups of 8 columns are
+// transposed 16 pairs at a time (as A's panels are), the range check reading the same rows;
+// the rest, and other strides, element by element.
+inline int PackBPairsT(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
+  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
+  __m512i lowest = NoneLower();
+  for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
+    const int64_t w = std::min<int64_t>(kNR, nc - j0);
+    Pair* panel = dst + j0 * kp;
+    if (w < kNR) std::fill(panel, panel + kp * kNR, Pair{0});
+    const int64_t groups = b.rs == 1 ? w / 8 * 8 : 0;  // columns that take the transposes
+    int64_t p0 = 0;
+    if (groups > 0)
+      for (; p0 + kTransposeCols <= kfull; p0 += kTransposeCols)
+        for (int64_t g = 0; g < groups; g += 8) {
+          const Unaligned<uint16_t>* r0 = b.p + (j0 + g) * b.cs + 2 * p0;
+          for (int i = 0; i < 8; ++i) lowest = Lower(lowest, _mm512_loadu_si512(r0 + i * b.cs));
+          Transpose8x16(r0, b.cs * 2, panel + p0 * kNR + g, kNR);
+        }
+    for (int64_t j = 0; j < w; ++j) {
+      const Unaligned<uint16_t>* col = b.p + (j0 + j) * b.cs;
+      for (int64_t p = j < groups ? p0 : 0; p < kp; ++p) {
+        const uint16_t lo = col[2 * p * b.rs];
+        const uint16_t hi = 2 * p + 1 < kc ? col[(2 * p + 1) * b.rs] : uint16_t{0};
+        lowest = Lower(lowest, _mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
+        panel[p * kNR + j] = lo | Pair{hi} << 16;
+      }
+    }
   }
   return MinExponent(lowest);
 }
@@ -279,7 +316,6 @@ inline void StreamRowsDp(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
 // twice as deep, as many bytes as an f32 panel (16 x 2048 x 5632 kept: 5 % faster).
 inline void GemmPackedDp(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                          Src<DT::kBF16> a, Src<DT::kBF16> b) {
-  if (b.cs != 1) return GemmPacked(ctx, c, ldc, m, n, k, a, b);
   const int64_t kKD = m <= 2 * kMR ? 2 * kKC : kKC;
   const int64_t nc_max = (std::min<int64_t>(kNC, n) + kNR - 1) / kNR * kNR;
   const int64_t mc_max = std::min<int64_t>(kMC, (m + kMR - 1) / kMR * kMR);

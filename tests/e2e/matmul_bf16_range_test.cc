@@ -5,7 +5,7 @@
 // (77 + 47 = 124), placed where each packing path reads it (even / odd row of a pair, the
 // 32-column fast path or the columns after it, the odd last row, the few-row streaming path),
 // must send its block to the exact f32 kernel: 2^-130 is an f32 subnormal that only the exact
-// path keeps. On hosts without AVX512_BF16 every path is exact.
+// path keeps; likewise for a transposed B. On hosts without AVX512_BF16 every path is exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,28 +24,46 @@ func @mm(%a: in tensor<{M}x{K}xbf16>, %b: in tensor<{K}x{N}xbf16>, %c: out tenso
 }
 )";
 
+const char kMatmulT[] = R"(
+func @mm(%a: in tensor<{M}x{K}xbf16>, %bt: in tensor<{N}x{K}xbf16>, %c: out tensor<{M}x{N}xf32>) {
+  %p = tensor.matmul %a, %bt {transpose_b = true}
+  tensor.store %p, %c
+}
+)";
+
 struct TinyAt {
   int64_t m, k, n;   // sizes (tiles of <= 128 columns: the first 96 take the fast packing)
   int64_t row, col;  // where B holds 2^-80
+  bool transposed = false;  // B given as B^T (N x K): packed by 16-pair transposes of 8 columns
 };
 
 TEST(MatmulBf16Range, TinyElementOfBTakesTheExactKernel) {
   Result<Program> prog = Program::Parse(kMatmul, "<matmul_bf16_range_test>");
   ASSERT_TRUE(prog.ok()) << prog.status().message();
+  Result<Program> prog_t = Program::Parse(kMatmulT, "<matmul_bf16_range_test>");
+  ASSERT_TRUE(prog_t.ok()) << prog_t.status().message();
   const float a_val = std::ldexp(1.0f, -50), b_val = std::ldexp(1.0f, -80);
   const float want = std::ldexp(1.0f, -130);
+  // B^T: in a transposed chunk of 16 pairs, in the pairs after the chunks, in the odd last row,
+  // in the columns after the whole groups of 8, with 4-16 rows (packed too).
   for (const TinyAt& t :
        {TinyAt{32, 6, 130, 1, 5}, TinyAt{32, 6, 130, 2, 50}, TinyAt{32, 6, 130, 3, 100},
-        TinyAt{32, 5, 130, 4, 7}, TinyAt{32, 6, 130, 5, 129}, TinyAt{8, 6, 130, 3, 7}}) {
+        TinyAt{32, 5, 130, 4, 7}, TinyAt{32, 6, 130, 5, 129}, TinyAt{8, 6, 130, 3, 7},
+        TinyAt{32, 40, 130, 5, 60, true}, TinyAt{32, 40, 130, 35, 7, true},
+        TinyAt{32, 41, 130, 40, 100, true}, TinyAt{32, 40, 130, 8, 129, true},
+        TinyAt{8, 40, 130, 30, 20, true}}) {
     const std::string where = "M=" + std::to_string(t.m) + " K=" + std::to_string(t.k) +
                               " N=" + std::to_string(t.n) + " B[" + std::to_string(t.row) + "][" +
-                              std::to_string(t.col) + "]";
-    HostTensor a(DType::kBF16, {t.m, t.k}), b(DType::kBF16, {t.k, t.n}), c(DType::kF32, {t.m, t.n});
+                              std::to_string(t.col) + "]" + (t.transposed ? " as B^T" : "");
+    HostTensor a(DType::kBF16, {t.m, t.k}), c(DType::kF32, {t.m, t.n});
+    HostTensor b(DType::kBF16, t.transposed ? std::vector<int64_t>{t.n, t.k}
+                                            : std::vector<int64_t>{t.k, t.n});
     for (int64_t i = 0; i < a.numel(); ++i) a.Set(i, a_val);
     for (int64_t i = 0; i < b.numel(); ++i) b.Set(i, 0.0f);
     for (int64_t i = 0; i < c.numel(); ++i) c.Set(i, -1.0f);
-    b.Set(t.row * t.n + t.col, b_val);
-    Status s = ptox::Run(*prog, {a.view(), b.view(), c.view()}, {.target = "cpu"});
+    b.Set(t.transposed ? t.col * t.k + t.row : t.row * t.n + t.col, b_val);
+    Status s = ptox::Run(t.transposed ? *prog_t : *prog, {a.view(), b.view(), c.view()},
+                         {.target = "cpu"});
     ASSERT_TRUE(s.ok()) << where << ": " << s.message();
     int wrong = 0;
     for (int64_t i = 0; i < t.m; ++i)
