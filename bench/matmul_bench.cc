@@ -197,6 +197,28 @@ EPI      }
   }
 }
 )";
+// The same with B given as B^T (N x K: weights as PyTorch's nn.Linear stores them).
+const char* kMatmulT = R"(
+func @mm(%a: in tensor<{M}x{K}xf32>, %b: in tensor<{N}x{K}xf32>, %c: out tensor<{M}x{N}xf32>) {
+  %m = tensor.dim %a, 0
+  %kk = tensor.dim %a, 1
+  %n = tensor.dim %b, 0
+  for %i = 0 to %m step TM parallel {
+    for %j = 0 to %n step TN parallel {
+      incore {
+        %zero = tile.full 0.0 : tile<TMxTNxf32>
+        %acc = for %k = 0 to %kk step TK iter(%p = %zero) {
+          %ta = tile.load %a[%i, %k] : tile<TMxTKxf32>
+          %tb = tile.load %b[%j, %k] : tile<TNxTKxf32>
+          %nx = tile.matmul_acc %p, %ta, %tb {transpose_b = true}
+          yield %nx
+        }
+        tile.store %acc, %c[%i, %j]
+      }
+    }
+  }
+}
+)";
 const char* kPlainArgs = "%c: out tensor<{M}x{N}xf32>";
 const char* kPlainEpi = "        tile.store %acc, %c[%i, %j]\n";
 const char* kFusedArgs =
@@ -262,8 +284,10 @@ double MaxRelDiff(const std::vector<float>& x, const std::vector<float>& ref) {
   return d / scale;
 }
 
-// f32 C = A * B (row-major, M x K times K x N) through ptox and the three libraries.
-void BenchGemm(const std::string& group, int64_t m, int64_t k, int64_t n, int threads) {
+// f32 C = A * B (row-major, M x K times K x N; `bt`: B stored as B^T, N x K) through ptox and
+// the three libraries.
+void BenchGemm(const std::string& group, int64_t m, int64_t k, int64_t n, int threads,
+               bool bt = false) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n);
@@ -277,23 +301,32 @@ void BenchGemm(const std::string& group, int64_t m, int64_t k, int64_t n, int th
   auto rec = [&](const std::string& impl, const std::function<void()>& fn) {
     Record({group, shape, impl, unit, threads, work, TimeIt(fn)});
   };
+  const int64_t ldb = bt ? k : n;
   rec("onednn", [&] {
-    dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, ref.data(), n);
+    dnnl_sgemm('N', bt ? 'T' : 'N', m, n, k, 1.0f, a.data(), k, b.data(), ldb, 0.0f, ref.data(),
+               n);
   });
   rec("openblas", [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, bt ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                a.data(), k, b.data(), ldb, 0.0f, c.data(), n);
   });
-  Eigen::Map<const RowMat> ea(a.data(), m, k), eb(b.data(), k, n);
+  Eigen::Map<const RowMat> ea(a.data(), m, k), eb(b.data(), k, n), ebt(b.data(), n, k);
   Eigen::Map<RowMat> ec(c.data(), m, n);
-  rec("eigen", [&] { ec.noalias() = ea * eb; });
+  rec("eigen", [&] {
+    if (bt)
+      ec.noalias() = ea * ebt.transpose();
+    else
+      ec.noalias() = ea * eb;
+  });
   auto vars = Tiles(m, k, n);
   vars["ARGS"] = kPlainArgs;
   vars["EPI"] = kPlainEpi;
-  ptox::Program p = Parse(Sub(kMatmul, vars));
-  std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {m, k}),
-                                 ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {k, n}),
-                                 ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {m, n})};
+  ptox::Program p = Parse(Sub(bt ? kMatmulT : kMatmul, vars));
+  std::vector<ptox::Arg> args = {
+      ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {m, k}),
+      ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, bt ? std::vector<int64_t>{n, k}
+                                                               : std::vector<int64_t>{k, n}),
+      ptox::Tensor::Contiguous(c.data(), ptox::DType::kF32, {m, n})};
   std::fill(c.begin(), c.end(), 0.0f);
   rec("ptox", [&] { RunPtox(p, args, threads); });
   const double diff = MaxRelDiff(c, ref);
@@ -602,7 +635,7 @@ void WriteReports(const std::string& json_path, const std::string& md_path,
                   r.unit.c_str());
     out << buf;
   }
-  for (const char* g : {"square", "llm", "gemv-l3", "gemv-dram", "epilogue", "swiglu"})
+  for (const char* g : {"square", "llm", "llm-bt", "gemv-l3", "gemv-dram", "epilogue", "swiglu"})
     WriteGroupTable(out, g);
   std::fprintf(stderr, "wrote %s and %s\n", json_path.c_str(), md_path.c_str());
 }
@@ -650,6 +683,10 @@ int main(int argc, char** argv) {
       for (int64_t m : {16, 128})
         for (auto [k, n] : {std::pair<int64_t, int64_t>{1024, 3072}, {2048, 6144}, {4096, 11008}})
           BenchGemm("llm", m, k, n, t);
+    if (want("llm-bt"))  // the weights as B^T
+      for (int64_t m : {1, 16, 128})
+        for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 6144}, {4096, 11008}})
+          BenchGemm("llm-bt", m, k, n, t, true);
     if (want("gemv")) {
       BenchGemm("gemv-l3", 1, 1024, 3072, t);  // 12 MiB of weights: L3-resident
       BenchGemm("gemv-dram", 1, 2048, 6144, t);   // 48 MiB of weights
