@@ -176,20 +176,22 @@ std::string Sub(std::string s, const std::map<std::string, std::string>& vars) {
 }
 
 // C = A * B with TMxTN output tiles and a K loop of TK-wide slices (examples/matmul_dyn.pto).
-// EPI selects the epilogue: a plain store, or bias + silu + residual, cast to bf16.
+// EPI selects the epilogue: a plain store, or bias + silu + residual, cast to bf16. B_* are B's
+// shape, N's dim, tile load and the matmul's attribute: kRowMajorB, or kTransposedB (B stored
+// as B^T, N x K: weights as PyTorch's nn.Linear stores them).
 const char* kMatmul = R"(
-func @mm(%a: in tensor<{M}x{K}xf32>, %b: in tensor<{K}x{N}xf32>, ARGS) {
+func @mm(%a: in tensor<{M}x{K}xf32>, %b: in tensor<B_SHAPE>, ARGS) {
   %m = tensor.dim %a, 0
   %kk = tensor.dim %a, 1
-  %n = tensor.dim %b, 1
+  %n = tensor.dim %b, B_DIM
   for %i = 0 to %m step TM parallel {
     for %j = 0 to %n step TN parallel {
       incore {
         %zero = tile.full 0.0 : tile<TMxTNxf32>
         %acc = for %k = 0 to %kk step TK iter(%p = %zero) {
           %ta = tile.load %a[%i, %k] : tile<TMxTKxf32>
-          %tb = tile.load %b[%k, %j] : tile<TKxTNxf32>
-          %nx = tile.matmul_acc %p, %ta, %tb
+          %tb = B_LOAD
+          %nx = tile.matmul_acc %p, %ta, %tbB_TRANS
           yield %nx
         }
 EPI      }
@@ -197,28 +199,16 @@ EPI      }
   }
 }
 )";
-// The same with B given as B^T (N x K: weights as PyTorch's nn.Linear stores them).
-const char* kMatmulT = R"(
-func @mm(%a: in tensor<{M}x{K}xf32>, %b: in tensor<{N}x{K}xf32>, %c: out tensor<{M}x{N}xf32>) {
-  %m = tensor.dim %a, 0
-  %kk = tensor.dim %a, 1
-  %n = tensor.dim %b, 0
-  for %i = 0 to %m step TM parallel {
-    for %j = 0 to %n step TN parallel {
-      incore {
-        %zero = tile.full 0.0 : tile<TMxTNxf32>
-        %acc = for %k = 0 to %kk step TK iter(%p = %zero) {
-          %ta = tile.load %a[%i, %k] : tile<TMxTKxf32>
-          %tb = tile.load %b[%j, %k] : tile<TNxTKxf32>
-          %nx = tile.matmul_acc %p, %ta, %tb {transpose_b = true}
-          yield %nx
-        }
-        tile.store %acc, %c[%i, %j]
-      }
-    }
-  }
-}
-)";
+const std::map<std::string, std::string> kRowMajorB = {
+    {"B_SHAPE", "{K}x{N}xf32"},
+    {"B_DIM", "1"},
+    {"B_LOAD", "tile.load %b[%k, %j] : tile<TKxTNxf32>"},
+    {"B_TRANS", ""}};
+const std::map<std::string, std::string> kTransposedB = {
+    {"B_SHAPE", "{N}x{K}xf32"},
+    {"B_DIM", "0"},
+    {"B_LOAD", "tile.load %b[%j, %k] : tile<TNxTKxf32>"},
+    {"B_TRANS", " {transpose_b = true}"}};
 const char* kPlainArgs = "%c: out tensor<{M}x{N}xf32>";
 const char* kPlainEpi = "        tile.store %acc, %c[%i, %j]\n";
 const char* kFusedArgs =
@@ -321,7 +311,8 @@ void BenchGemm(const std::string& group, int64_t m, int64_t k, int64_t n, int th
   auto vars = Tiles(m, k, n);
   vars["ARGS"] = kPlainArgs;
   vars["EPI"] = kPlainEpi;
-  ptox::Program p = Parse(Sub(bt ? kMatmulT : kMatmul, vars));
+  vars.insert((bt ? kTransposedB : kRowMajorB).begin(), (bt ? kTransposedB : kRowMajorB).end());
+  ptox::Program p = Parse(Sub(kMatmul, vars));
   std::vector<ptox::Arg> args = {
       ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {m, k}),
       ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, bt ? std::vector<int64_t>{n, k}
@@ -347,6 +338,7 @@ void BenchEpilogue(int64_t s, int threads) {
     auto vars = Tiles(s, s, s);
     vars["ARGS"] = fused ? kFusedArgs : kPlainArgs;
     vars["EPI"] = fused ? kFusedEpi : kPlainEpi;
+    vars.insert(kRowMajorB.begin(), kRowMajorB.end());
     ptox::Program p = Parse(Sub(kMatmul, vars));
     std::vector<ptox::Arg> args = {ptox::Tensor::Contiguous(a.data(), ptox::DType::kF32, {s, s}),
                                    ptox::Tensor::Contiguous(b.data(), ptox::DType::kF32, {s, s})};

@@ -55,83 +55,6 @@ inline void PairRow(Pair* out, const Unaligned<uint16_t>* r0, const Unaligned<ui
   }
 }
 
-// B rows [0, kc) x cols [0, nc) into kNR-wide panels of ceil(kc / 2) pair
-// rows (the last pair's odd half zero past kc, as columns past nc). Whole pairs of panels go 32
-// columns at a time: two rows interleaved by unpacklo / unpackhi of 16-bit lanes, whose lane
-// order one permute per 16 pairs restores, and the range check as a running minimum (element by
-// element this packing took 40 % of a 128 x 2048 x 5632 product); the rest through PairRow.
-// Returns the block's MinExponent.
-inline int PackBPairsT(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc);
-
-inline int PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
-  if (b.cs != 1) return PackBPairsT(dst, b, kc, nc);
-  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
-  constexpr int64_t kChunk = 2 * kL, kGroup = 4 * kNR;  // columns per step, per row pass
-  const int64_t fast = nc / (2 * kNR) * (2 * kNR);      // whole chunks filling whole panels
-  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-  const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  __m512i lowest = NoneLower();
-  for (int64_t g = 0; g < fast; g += kGroup)  // groups of panels row pair by row pair: runs the
-    for (int64_t p = 0; p < kfull; ++p) {     // prefetchers follow, few write streams
-      const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
-      for (int64_t j = g; j < std::min(fast, g + kGroup); j += kChunk) {
-        // The same columns 4 pairs ahead: short runs per row (128 x 2048 x 5632: +5-8 %)
-        _mm_prefetch(r0 + 8 * b.rs + j, _MM_HINT_T0);
-        _mm_prefetch(r0 + 9 * b.rs + j, _MM_HINT_T0);
-        const __m512i x0 = _mm512_loadu_si512(r0 + j), x1 = _mm512_loadu_si512(r0 + b.rs + j);
-        lowest = Lower(Lower(lowest, x0), x1);
-        const __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
-        for (int h = 0; h < 2; ++h) {
-          const int64_t c = j + h * kL;  // the first of these 16 columns
-          _mm512_storeu_si512(dst + c / kNR * kNR * kp + p * kNR + c % kNR,
-                              _mm512_permutex2var_epi64(lo, h ? second : first, hi));
-        }
-      }
-    }
-  for (int64_t p = 0; p < kp; ++p) {  // the columns past `fast`, and an odd last row
-    const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
-    const Unaligned<uint16_t>* r1 = 2 * p + 1 < kc ? r0 + b.rs : nullptr;
-    for (int64_t j0 = p < kfull ? fast : 0; j0 < nc; j0 += kNR)
-      PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
-              std::min<int64_t>(kNR, nc - j0), lowest);
-  }
-  return MinExponent(lowest);
-}
-
-// PackBPairs for a B whose rows are not contiguous — a transposed B (B^T's rows, the columns,
-// hold k contiguously: b.rs == 1), as LLM weights are usually stored. The pair of k and k + 1
-// of column j is then one 32-bit word of B^T's row j, so whole groups of 8 columns are
-// transposed 16 pairs at a time (as A's panels are), the range check reading the same rows;
-// the rest, and other strides, element by element.
-inline int PackBPairsT(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
-  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
-  __m512i lowest = NoneLower();
-  for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
-    const int64_t w = std::min<int64_t>(kNR, nc - j0);
-    Pair* panel = dst + j0 * kp;
-    if (w < kNR) std::fill(panel, panel + kp * kNR, Pair{0});
-    const int64_t groups = b.rs == 1 ? w / 8 * 8 : 0;  // columns that take the transposes
-    int64_t p0 = 0;
-    if (groups > 0)
-      for (; p0 + kTransposeCols <= kfull; p0 += kTransposeCols)
-        for (int64_t g = 0; g < groups; g += 8) {
-          const Unaligned<uint16_t>* r0 = b.p + (j0 + g) * b.cs + 2 * p0;
-          for (int i = 0; i < 8; ++i) lowest = Lower(lowest, _mm512_loadu_si512(r0 + i * b.cs));
-          Transpose8x16(r0, b.cs * 2, panel + p0 * kNR + g, kNR);
-        }
-    for (int64_t j = 0; j < w; ++j) {
-      const Unaligned<uint16_t>* col = b.p + (j0 + j) * b.cs;
-      for (int64_t p = j < groups ? p0 : 0; p < kp; ++p) {
-        const uint16_t lo = col[2 * p * b.rs];
-        const uint16_t hi = 2 * p + 1 < kc ? col[(2 * p + 1) * b.rs] : uint16_t{0};
-        lowest = Lower(lowest, _mm256_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hi, lo));
-        panel[p * kNR + j] = lo | Pair{hi} << 16;
-      }
-    }
-  }
-  return MinExponent(lowest);
-}
-
 // A rows [0, mc) x cols [0, kc) into kH-row panels (kMR: the micro-kernel's) of ceil(kc / 2)
 // pairs each (pair-major). With contiguous rows a pair is one 32-bit word of the row
 // (little-endian: k in the low half).
@@ -171,6 +94,51 @@ inline int PackAPairs(Pair* dst, Src<DT::kBF16> a, int64_t mc, int64_t kc) {
   }
   return MinExponent(lowest);
 }
+
+// B rows [0, kc) x cols [0, nc) into kNR-wide panels of ceil(kc / 2) pair rows (the last pair's
+// odd half zero past kc, as columns past nc). Rows contiguous: whole pairs of panels go 32
+// columns at a time: two rows interleaved by unpacklo / unpackhi of 16-bit lanes, whose lane
+// order one permute per 16 pairs restores, and the range check as a running minimum (element by
+// element this packing took 40 % of a 128 x 2048 x 5632 product); the rest through PairRow.
+// Otherwise B^T is packed as A is, its rows (B's columns) into kNR-row panels: a transposed B,
+// as LLM weights are usually stored, holds the pair of k and k + 1 of a column in one 32-bit
+// word (bf16 B^T: 4.9 -> 2.3 ms at 16 x 2048 x 6144 against an f32 kernel on element-by-element
+// packing). Returns the block's MinExponent.
+inline int PackBPairs(Pair* dst, Src<DT::kBF16> b, int64_t kc, int64_t nc) {
+  if (b.cs != 1) return PackAPairs<kNR>(dst, b.Transposed(), nc, kc);
+  const int64_t kp = (kc + 1) / 2, kfull = kc / 2;
+  constexpr int64_t kChunk = 2 * kL, kGroup = 4 * kNR;  // columns per step, per row pass
+  const int64_t fast = nc / (2 * kNR) * (2 * kNR);      // whole chunks filling whole panels
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  __m512i lowest = NoneLower();
+  for (int64_t g = 0; g < fast; g += kGroup)  // groups of panels row pair by row pair: runs the
+    for (int64_t p = 0; p < kfull; ++p) {     // prefetchers follow, few write streams
+      const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
+      for (int64_t j = g; j < std::min(fast, g + kGroup); j += kChunk) {
+        // The same columns 4 pairs ahead: short runs per row (128 x 2048 x 5632: +5-8 %)
+        _mm_prefetch(r0 + 8 * b.rs + j, _MM_HINT_T0);
+        _mm_prefetch(r0 + 9 * b.rs + j, _MM_HINT_T0);
+        const __m512i x0 = _mm512_loadu_si512(r0 + j), x1 = _mm512_loadu_si512(r0 + b.rs + j);
+        lowest = Lower(Lower(lowest, x0), x1);
+        const __m512i lo = _mm512_unpacklo_epi16(x0, x1), hi = _mm512_unpackhi_epi16(x0, x1);
+        for (int h = 0; h < 2; ++h) {
+          const int64_t c = j + h * kL;  // the first of these 16 columns
+          _mm512_storeu_si512(dst + c / kNR * kNR * kp + p * kNR + c % kNR,
+                              _mm512_permutex2var_epi64(lo, h ? second : first, hi));
+        }
+      }
+    }
+  for (int64_t p = 0; p < kp; ++p) {  // the columns past `fast`, and an odd last row
+    const Unaligned<uint16_t>* r0 = b.p + 2 * p * b.rs;
+    const Unaligned<uint16_t>* r1 = 2 * p + 1 < kc ? r0 + b.rs : nullptr;
+    for (int64_t j0 = p < kfull ? fast : 0; j0 < nc; j0 += kNR)
+      PairRow(dst + j0 * kp + p * kNR, r0 + j0, r1 ? r1 + j0 : nullptr,
+              std::min<int64_t>(kNR, nc - j0), lowest);
+  }
+  return MinExponent(lowest);
+}
+
 
 // c[kMR x kNVc vectors] += a_panel * b_panel over kp pairs, as MicroKernel (its prefetch of
 // packed panels too: 16 x 2048 x 5632 kept, one thread: 1.33 -> 0.88 ms; 128 rows: 7.1 -> 6.6 ms;

@@ -154,12 +154,14 @@ class Liveness {
           else
             Def(f.results()[i], at);
           alias_[f.iter_args()[i].get()] = buf;
-          if (const ir::ValueNode* acc = AccumulatesInPlace(f, i)) TakeOver(acc, f.results()[i].get());
+          if (const ir::ValueNode* acc = AccumulatesInPlace(f, i))
+            TakeOver(acc, f.results()[i].get());
         }
         nests_.push_back({at, last});
         Walk(f.body());
         nests_.pop_back();
-        for (const auto& r : f.results()) Use(r, last);  // the carried tile is read by every iteration
+        // The carried tile is read by every iteration.
+        for (const auto& r : f.results()) Use(r, last);
         break;
       }
       case ir::StmtKind::kIf: {

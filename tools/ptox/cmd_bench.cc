@@ -253,7 +253,8 @@ nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-nlohmann::json ToJson(const std::vector<Record>& records, const std::vector<std::string>& constants) {
+nlohmann::json ToJson(const std::vector<Record>& records,
+                      const std::vector<std::string>& constants) {
   nlohmann::json out = nlohmann::json::array();
   for (const Record& r : records) {
     nlohmann::json j = {

@@ -162,7 +162,8 @@ TEST(TilePlan, NoTakeOverWhereTheOldValueIsStillRead) {
 
 TEST(TilePlan, NoTakeOverOfAZeroMadeOutsideAnEnclosingLoop) {
   // Every iteration of the outer loop starts the inner one from zero again.
-  Scope s = Find(R"(func @f(%x: in tensor<8x64xf32>, %w: in tensor<64x8xf32>, %y: out tensor<16x8xf32>) {
+  Scope s =
+      Find(R"(func @f(%x: in tensor<8x64xf32>, %w: in tensor<64x8xf32>, %y: out tensor<16x8xf32>) {
   incore {
     %zero = tile.full 0.0 : tile<8x8xf32>
     for %i = 0 to 16 step 8 {
