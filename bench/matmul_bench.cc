@@ -150,6 +150,8 @@ __attribute__((noinline, target_clones("avx512f", "default"))) float ReadSum(
   return sum;
 }
 
+volatile float g_read_sink;  // where the sums go: the reads cannot be dropped
+
 void MeasureRead(int threads) {
   const int64_t n = (768 << 20) / sizeof(float);
   std::vector<float> a(n, 1.0f);
@@ -161,8 +163,7 @@ void MeasureRead(int threads) {
       sums[t] = ReadSum(a.data() + lo, hi - lo);
     });
   });
-  for (float x : sums)  // the sums are used: the reads cannot be dropped
-    if (x != static_cast<float>(n / threads) && x < 0) std::abort();
+  for (float x : sums) g_read_sink = x;
   Record(r);
 }
 
