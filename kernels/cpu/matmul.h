@@ -794,4 +794,27 @@ void MatmulAcc(Ctx& ctx, O& o, const O& c, const A& a, const B& b) {
   o.vc = std::min<int64_t>(c.vc, kTransB ? b.vr : b.vc);
 }
 
+// matmul_acc into a K loop's accumulator whose tile.full the CPU emitter deferred to here: a
+// tensor-level matmul of symbolic shape gets tiles sized for large problems (512 x 1024, 2 MiB)
+// while its products may cover a few rows, and filling all of it cost 13x the product (16 heads
+// of 16 x 16 x 128). Before each product, the part of the tile's top-left rows x cols rectangle
+// that now bounds every product so far, beyond what was set (filled_rows x filled_cols; -1
+// before the first product), is set to the full's value. The rest is padding, which no op
+// carries into a valid result (docs/ops.md); the emitter fills the whole tile after a loop that
+// ran no product.
+template <bool kTransB, typename O, typename A, typename B, typename X>
+void MatmulAccOnFull(Ctx& ctx, O& o, const A& a, const B& b, X value, int64_t& filled_rows,
+                     int64_t& filled_cols) {
+  if (filled_rows < 0) filled_rows = filled_cols = 0, o.vr = O::kRows, o.vc = O::kCols;
+  const int64_t rows = std::max<int64_t>(filled_rows, std::min<int64_t>(a.vr, O::kRows));
+  const int64_t cols =
+      std::max<int64_t>(filled_cols, std::min<int64_t>(kTransB ? b.vr : b.vc, O::kCols));
+  const auto s = ScalarAs<O::kDType>(ctx, value);
+  for (int64_t r = 0; r < rows; ++r)
+    std::fill(o.v + r * O::kCols + (r < filled_rows ? filled_cols : 0), o.v + r * O::kCols + cols,
+              s);
+  filled_rows = rows, filled_cols = cols;
+  MatmulAcc<kTransB>(ctx, o, o, a, b);
+}
+
 }  // namespace ptox::cpu

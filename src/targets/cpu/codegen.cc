@@ -153,6 +153,37 @@ void Emitter::Yield(const ir::Block& body, const std::vector<std::string>& targe
     if (srcs[i] != targets[i]) Line(depth, fmt::format("{} = {};", targets[i], srcs[i]));
 }
 
+void Emitter::DeferFulls(const ir::Block& body) {
+  auto produced_by = [&](const ir::Operand& o, ir::OpFamily family) -> const ir::OpStmt* {
+    if (!o.is_value()) return nullptr;
+    auto it = producer_.find(o.value().get());
+    return it != producer_.end() && ir::FamilyOf(it->second->op()) == family ? it->second
+                                                                              : nullptr;
+  };
+  for (const ir::StmtRef& s : body) {
+    if (s->kind() == ir::StmtKind::kIf) {
+      DeferFulls(ir::As<ir::IfStmt>(*s).then_body());
+      DeferFulls(ir::As<ir::IfStmt>(*s).else_body());
+    }
+    if (s->kind() != ir::StmtKind::kFor) continue;
+    const auto& f = ir::As<ir::ForStmt>(*s);
+    DeferFulls(f.body());
+    if (f.body().empty() || f.body().back()->kind() != ir::StmtKind::kYield) continue;
+    const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
+    for (size_t i = 0; i < yields.size(); ++i) {
+      const ir::OpStmt* full = produced_by(f.inits()[i], ir::OpFamily::kFull);
+      const ir::OpStmt* acc = produced_by(yields[i], ir::OpFamily::kMatmulAcc);
+      auto init_taken = plan_->takes_over.find(f.results()[i].get());
+      auto acc_taken = acc ? plan_->takes_over.find(acc->result().get()) : plan_->takes_over.end();
+      if (full == nullptr || acc == nullptr || init_taken == plan_->takes_over.end() ||
+          acc_taken == plan_->takes_over.end() || acc_taken->second != init_taken->second)
+        continue;
+      deferred_fulls_.insert(full->result().get());
+      acc_on_full_[acc->result().get()] = full;
+    }
+  }
+}
+
 void Emitter::For(const ir::ForStmt& f, int depth) {
   std::vector<std::string> vars;
   for (size_t i = 0; i < f.results().size(); ++i) {
@@ -198,6 +229,12 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
   Line(depth + 2, fmt::format("if (__builtin_add_overflow({0}, step, &{0})) break;", iv));
   Line(depth + 1, "}");
   Line(depth, "}");
+  for (size_t i = 0; i < f.inits().size(); ++i)  // a deferred tile.full that no product met
+    if (f.inits()[i].is_value() && deferred_fulls_.count(f.inits()[i].value().get())) {
+      const ir::OpStmt& full = *producer_.at(f.inits()[i].value().get());
+      Line(depth, fmt::format("if ({0}_rows < 0) pc::Full(ctx, {0}, {1});", vars[i],
+                              Operand(full.args()[0])));
+    }
 }
 
 void Emitter::If(const ir::IfStmt& s, int depth) {
@@ -304,6 +341,11 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     return;
   }
   if (!plan_ || !plan_->takes_over.count(res.get())) DeclareTile(depth, res, r);
+  if (deferred_fulls_.count(res.get())) {  // set where its K loop's products land
+    Line(depth, fmt::format("int64_t {0}_rows = -1, {0}_cols = -1;  // {1} deferred", r,
+                            ir::OpName(op.op())));
+    return;
+  }
   std::string call;
   switch (family) {
     case ir::OpFamily::kLoad: {
@@ -369,6 +411,12 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       uses_matmul_ = true;
       auto tb = op.attrs().find("transpose_b");
       bool trans = tb != op.attrs().end() && std::get<bool>(tb->second);
+      if (auto full = acc_on_full_.find(res.get()); full != acc_on_full_.end()) {
+        call = fmt::format("pc::MatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols)",
+                           trans, r, Operand(a[1]), Operand(a[2]),
+                           Operand(full->second->args()[0]));
+        break;
+      }
       call = family == ir::OpFamily::kMatmul
                  ? fmt::format("pc::Matmul<{}>(ctx, {}, {}, {})", trans, r, Operand(a[0]),
                                Operand(a[1]))

@@ -65,8 +65,15 @@ class Emitter {
   // inlined value: emitted as one fused loop. Returns false when `op` is not such a root.
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
+  // Finds, in a task's body, the K loops whose accumulator starts on a tile.full's bytes and is
+  // updated in place by a matmul_acc: the full is deferred to the products (MatmulAccOnFull).
+  void DeferFulls(const ir::Block& body);
+
   const ir::Func& func_;
   const analysis::TilePlan* plan_ = nullptr;  // the tiles of the task being emitted
+  // Deferred tile.full ops, and the matmul_acc of each deferred accumulator -> its full.
+  std::unordered_set<const ir::ValueNode*> deferred_fulls_;
+  std::unordered_map<const ir::ValueNode*, const ir::OpStmt*> acc_on_full_;
   std::string out_;      // the orchestration (ptox_entry)
   std::string kernels_;  // task kernels, emitted before ptox_entry
   std::string* cur_ = &out_;

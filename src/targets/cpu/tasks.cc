@@ -132,6 +132,7 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
     Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
     Line(1, "if (arena == nullptr) return ctx.code();");
     plan_ = &plan;
+    DeferFulls(s.body());
   }
   Block(s.body(), 1);
   plan_ = nullptr;
