@@ -456,14 +456,31 @@ inline void MicroKernelN(int nv, int64_t kc, const float* a, const Unaligned<Mem
   WithVectors(nv, [&](auto n) { MicroKernel<DB, n>(kc, a, b, ldb, c, ldc); });
 }
 
-// A block of h < kMR rows or w < kNR columns: kernel(c, ldc) writes a full kMR x kNR block, so
-// it runs on a scratch block holding C's h x w values, which are copied back.
+// kernel(c, ldc) on the h x w block of C at c, a kernel that writes kMR rows of nv vectors:
+// in place when that is the block, else (fewer rows, or a partial vector of columns) on a
+// scratch block holding C's h x w values, which are copied back.
 template <typename Kernel>
-inline void ThroughScratch(float* c, int64_t ldc, int64_t h, int64_t w, Kernel kernel) {
+inline void OnBlock(float* c, int64_t ldc, int64_t h, int64_t w, int nv, Kernel kernel) {
+  if (h == kMR && w == nv * kL) return kernel(c, ldc);
   alignas(64) float t[kMR * kNR] = {};
   for (int64_t r = 0; r < h; ++r) std::copy(c + r * ldc, c + r * ldc + w, t + r * kNR);
   kernel(t, kNR);
   for (int64_t r = 0; r < h; ++r) std::copy(t + r * kNR, t + r * kNR + w, c + r * ldc);
+}
+
+// MicroKernel over the first nv vectors of a panel of B read in place (prefetch kPf), or of its
+// packed copy bp when there is one (a partial vector of columns: reading it in place could pass
+// the tensor's end).
+template <Prefetch kPf, DT DB, typename PA>
+inline void PanelKernel(int nv, int64_t kc, const PA& a, const float* bp, Src<DB> b, float* c,
+                        int64_t ldc) {
+  constexpr Prefetch kPackedPf = kPf == kNoPrefetch ? kNoPrefetch : kAheadInPanel;
+  WithVectors(nv, [&](auto v) {
+    if (bp)
+      MicroKernel<DT::kF32, v, kPackedPf>(kc, a, bp, kNR, c, ldc);
+    else
+      MicroKernel<DB, v, kPf>(kc, a, b.p, b.rs, c, ldc);
+  });
 }
 
 // Runs kernel(a_panel, b_panel, c_block, ldc, nv) over the kMR x kNR blocks of an mc x nc
@@ -480,11 +497,8 @@ inline void ForEachBlock(int64_t depth, int64_t mc, int64_t nc, const T* ap, con
     for (int64_t ir = 0; ir < mc; ir += kMR) {
       const int64_t h = std::min<int64_t>(kMR, mc - ir);
       const T *a = ap + ir * depth, *b = bp + jr * depth;
-      float* cb = c + ir * ldc + jr;
-      if (h == kMR && w == nv * kL)
-        kernel(a, b, cb, ldc, nv);
-      else
-        ThroughScratch(cb, ldc, h, w, [&](float* t, int64_t ldt) { kernel(a, b, t, ldt, nv); });
+      OnBlock(c + ir * ldc + jr, ldc, h, w, nv,
+              [&](float* cb, int64_t ld) { kernel(a, b, cb, ld, nv); });
     }
   }
 }
@@ -555,21 +569,11 @@ void GemmDirectB(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA>
       const bool packed = w % kL != 0;
       if (packed) PackB<DB>(bp, bj, kc, w);
       for (int64_t ir = 0; ir < m; ir += kMR) {
-        const int64_t h = std::min<int64_t>(kMR, m - ir);
         const float* a_panel = ap + ir * kc;
-        auto kernel = [&](float* cb, int64_t ld) {
-          WithVectors(nv, [&](auto v) {
-            if (packed)
-              MicroKernel<DT::kF32, v>(kc, a_panel, bp, kNR, cb, ld);
-            else
-              MicroKernel<DB, v, kNextPanel>(kc, a_panel, bj.p, b.rs, cb, ld);
-          });
-        };
-        float* cb = c + ir * ldc + jr;
-        if (h == kMR && w == nv * kL)
-          kernel(cb, ldc);
-        else
-          ThroughScratch(cb, ldc, h, w, kernel);
+        OnBlock(c + ir * ldc + jr, ldc, std::min<int64_t>(kMR, m - ir), w, nv,
+                [&](float* cb, int64_t ld) {
+                  PanelKernel<kNextPanel>(nv, kc, a_panel, packed ? bp : nullptr, bj, cb, ld);
+                });
       }
     }
   }
@@ -604,19 +608,9 @@ void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::k
         RowsOfA rows;
         for (int r = 0; r < kMR; ++r)
           rows.row[r] = a.p + (ir + std::min<int64_t>(r, h - 1)) * a.rs + pc;
-        auto kernel = [&](float* cb, int64_t ld) {
-          WithVectors(nv, [&](auto v) {
-            if (bp)
-              MicroKernel<DT::kF32, v, kNoPrefetch>(kc, rows, bp, kNR, cb, ld);
-            else
-              MicroKernel<DB, v, kNoPrefetch>(kc, rows, bj.p, b.rs, cb, ld);
-          });
-        };
-        float* cb = c + ir * ldc + jr;
-        if (h == kMR && w == nv * kL)
-          kernel(cb, ldc);
-        else
-          ThroughScratch(cb, ldc, h, w, kernel);
+        OnBlock(c + ir * ldc + jr, ldc, h, w, nv, [&](float* cb, int64_t ld) {
+          PanelKernel<kNoPrefetch>(nv, kc, rows, bp, bj, cb, ld);
+        });
       }
     }
   }
