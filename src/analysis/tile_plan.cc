@@ -92,11 +92,6 @@ class Liveness {
     }
     it->second.end = std::max(it->second.end, end);
   }
-  void LiveThrough(const std::vector<ir::Value>& vs, int64_t last) {
-    for (const auto& v : vs)
-      if (auto it = live_.find(v.get()); it != live_.end())
-        it->second.end = std::max(it->second.end, last);
-  }
   // v writes the buffer of `owner` (itself possibly taken over) instead of its own.
   void TakeOver(const ir::ValueNode* v, const ir::ValueNode* owner) {
     if (auto a = alias_.find(owner); a != alias_.end()) owner = a->second;
@@ -171,7 +166,7 @@ class Liveness {
         Walk(i.then_body());
         Walk(i.else_body());
         nests_.pop_back();
-        LiveThrough(i.results(), last);  // written by the arms' yields
+        for (const auto& r : i.results()) Use(r, last);  // written by the arms' yields
         break;
       }
       case ir::StmtKind::kYield:
