@@ -19,6 +19,8 @@ RtValue EvalReduceOp(const ir::OpStmt& op, const Env& env);
 RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env);
 // arith.*, tensor.dim (eval_scalar.cc).
 RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env);
+// arith.assert: a runtime error with the op's message when its condition is false.
+void EvalAssert(const ir::OpStmt& op, const Env& env);
 
 // Tensor-level ops: whole-tensor values the environment owns (eval_tensor.cc).
 std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env);

@@ -1,5 +1,5 @@
 // Scalar ops: arith.* (checked integer arithmetic with floor division, f32 via scalar.h),
-// arith.select, arith.cast and tensor.dim.
+// arith.select, arith.cast, arith.assert and tensor.dim.
 #include <string>
 
 #include "interp/eval.h"
@@ -58,7 +58,27 @@ RtValue EvalDim(const ir::OpStmt& op, const Env& env) {
   return Scalar::Int(DType::kIndex, t.shape[op.args()[1].int_value()]);
 }
 
+// The attribute `name`, or `fallback` when the op has none.
+std::string TextAttr(const ir::OpStmt& op, const char* name, const char* fallback) {
+  auto it = op.attrs().find(name);
+  return it == op.attrs().end() ? fallback : std::get<std::string>(it->second);
+}
+
 }  // namespace
+
+void EvalAssert(const ir::OpStmt& op, const Env& env) {
+  if (env.GetScalar(op.args()[0], DType::kBool, OpWhere(op)).i != 0) return;
+  const std::string msg = TextAttr(op, "msg", "assertion failed");
+  std::string out = TextAttr(op, "op", "arith.assert");
+  if (op.span().known()) out += " (" + op.span().file + ":" + std::to_string(op.span().line) + ")";
+  out += ": ";
+  size_t k = 1, from = 0;
+  for (size_t at = msg.find("{}"); at != std::string::npos; at = msg.find("{}", from)) {
+    out += msg.substr(from, at - from) + std::to_string(env.GetIndex(op.args()[k++]));
+    from = at + 2;
+  }
+  PTOX_RUNTIME_CHECK(false) << out << msg.substr(from);
+}
 
 RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env) {
   switch (ir::FamilyOf(op.op())) {

@@ -19,10 +19,10 @@ class Steps {
   Dense Max(const Dense& a, int axis) const { return Reduce(op_, Fn::kMax, a, axis, true); }
   // A float immediate: rounded to f32, then to the dtype.
   Dense Imm(double v) const { return ScalarOf(dtype_, v); }
-  // 1.0 / C for the size C of the last axis (0 when the axis is empty: nothing uses it).
+  // 1 / f32(C) in f32 for the size C of the last axis (inf when the axis is empty, where
+  // nothing uses it), then rounded to the dtype like an immediate.
   Dense InvLast(const Dense& x) const {
-    const int64_t c = x.shape.back();
-    return Imm(c > 0 ? 1.0 / static_cast<double>(c) : 0.0);
+    return Imm(1.0f / static_cast<float>(x.shape.back()));
   }
   int Axis(const Dense& x) const {
     return ir::NormalizeAxis(ir::IntAttr(op_.attrs(), "axis", -1), x.rank(), OpWhere(op_),

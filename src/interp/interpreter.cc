@@ -150,6 +150,7 @@ class Interpreter {
       case ir::OpFamily::kScalarSelect:
       case ir::OpFamily::kScalarCast:
       case ir::OpFamily::kDim: r = EvalScalarOp(op, env_); break;
+      case ir::OpFamily::kAssert: EvalAssert(op, env_); break;
       default: r = EvalTensorOp(op, env_); break;  // the tensor-level families
     }
     if (r) env_.Set(op.result(), std::move(*r));

@@ -15,7 +15,7 @@ enum class OpCode : uint16_t {
 enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
-  kMatmulAcc, kScalarBinary, kScalarCompare, kScalarSelect, kScalarCast, kDim,
+  kMatmulAcc, kScalarBinary, kScalarCompare, kScalarSelect, kScalarCast, kAssert, kDim,
   // Tensor level.
   kTensorBinary, kTensorUnary, kTensorCast, kTensorReduce, kTensorMatmul, kTensorReshape,
   kTensorTranspose, kTensorSlice, kTensorConcat, kTensorEmpty, kTensorStore, kComposite,
@@ -40,9 +40,10 @@ bool HasExplicitType(OpFamily family);
 // Indexed ops print `%t[%i, %j]` for the operand at this position (-1: plain operand list).
 // load / slice / tensor.slice: position 0; store / assemble: position 1.
 int IndexedOperandPos(OpFamily family);
-// Ops that produce no SSA result (side effects only).
+// Ops that produce no SSA result (side effects only: a write, or a run-time check).
 inline bool HasNoResult(OpFamily family) {
-  return family == OpFamily::kStore || family == OpFamily::kTensorStore;
+  return family == OpFamily::kStore || family == OpFamily::kTensorStore ||
+         family == OpFamily::kAssert;
 }
 
 }  // namespace ptox::ir

@@ -135,6 +135,8 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
       ok = std::holds_alternative<double>(value) &&
            (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
     if (name == "interleaved") ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
+    if (name == "op" || name == "msg")
+      ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name
                          << "' of this kind";
   }
@@ -341,6 +343,19 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
           << "arith.cast converts scalars, got " << args[0].type().ToString() << " -> "
           << to.ToString();
       return to;
+    }
+    case OpFamily::kAssert: {
+      c.MinArity(1);
+      c.Scalar(0, DType::kBool);
+      for (size_t i = 1; i < args.size(); ++i) c.Index(i);
+      const auto msg = attrs.find("msg");
+      const std::string text = msg == attrs.end() ? "" : std::get<std::string>(msg->second);
+      size_t holes = 0;
+      for (size_t at = text.find("{}"); at != std::string::npos; at = text.find("{}", at + 2))
+        ++holes;
+      PTOX_CHECK(holes == args.size() - 1, span)
+          << "arith.assert message has " << holes << " '{}' for " << args.size() - 1 << " values";
+      return std::nullopt;
     }
     case OpFamily::kDim: {
       c.Arity(2);

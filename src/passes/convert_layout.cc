@@ -5,10 +5,10 @@
 // tile.reshape), and whole-tensor copies.
 #include <algorithm>
 #include <cmath>
-#include <cmath>
 #include <numeric>
 
 #include "ops/type_rules.h"
+#include "passes/checks.h"
 #include "passes/convert_tensor_to_tile.h"
 
 namespace ptox::passes::convert {
@@ -28,6 +28,12 @@ Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps) {
   const ir::Dim& r = shape[shape.size() - 2];
   if (r.is_static() && r.size > 0) t.rows = std::min(t.rows, r.size);
   return t;
+}
+
+checks::Shape ExtentsOf(const std::vector<NestDim>& dims) {
+  checks::Shape shape;
+  for (const NestDim& d : dims) shape.push_back(d.extent);
+  return shape;
 }
 
 ir::Value LoadAt(BlockWriter& w, const ir::Value& t, std::vector<ir::Operand> offsets, int64_t rows,
@@ -88,22 +94,29 @@ void Reduce(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Op
   // The domain loops skip the reduced axis: it is whole (offset 0) and the task walks it.
   std::vector<NestDim> dims = DomainNest(w, ext, shape, t, false);
   const ir::Operand axis_extent = dims[axis].extent;
+  if (fn != "add") checks::NonEmptyAxis(w, ir::OpName(op.op()), fn, axis, ExtentsOf(dims));
   dims[axis].whole = true;
   const bool rows = axis == r - 1, cols = r >= 2 && axis == r - 2;
   const std::string part_fn = fn == "add" ? "sum" : fn;
   // Accumulators: a column of rows (row_*), a row of columns (col_*), or whole tiles.
   const int64_t ar = cols ? 1 : t.rows, ac = rows ? 1 : t.cols;
   const int64_t step = rows ? t.cols : (cols ? t.rows : 1);
+  // A sum accumulates in f32 and rounds once (docs/ops.md): bf16 / f16 partial sums are f32
+  // tiles, cast to the dtype at the end. Max / min are exact in any dtype.
+  const DType dtype = x->type.dtype();
+  const DType acc_dtype = fn == "add" ? DType::kF32 : dtype;
   Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
     BlockWriter body(w.span());
     ir::Value init = body.Op(OpCode::kTileFull, {ir::Operand::Float(Identity(op.op()))}, {},
-                             ir::Type::Tile(ar, ac, x->type.dtype()), "init");
+                             ir::Type::Tile(ar, ac, acc_dtype), "init");
     ir::Value kv = ir::MakeValue(ir::Type::Scalar(DType::kIndex), "k");
     ir::Value carried = ir::MakeValue(init->type, "p"), acc = ir::MakeValue(init->type, "acc");
     BlockWriter loop(w.span());
     std::vector<ir::Operand> lo = off;
     lo[axis] = kv;
     ir::Value part = LoadAt(loop, x, lo, t.rows, t.cols);
+    if (acc_dtype != dtype)
+      part = loop.Op(OpCode::kTileCast, {part}, {}, ir::Type::Tile(t.rows, t.cols, acc_dtype));
     if (rows) part = loop.Op(*ir::LookupOp("tile.row_" + part_fn), {part});
     if (cols) part = loop.Op(*ir::LookupOp("tile.col_" + part_fn), {part});
     ir::Value next = loop.Op(combine, {carried, part});
@@ -113,27 +126,67 @@ void Reduce(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Op
                                   w.span()));
     std::vector<ir::Operand> so = off;
     ir::Value out = acc;
+    if (acc_dtype != dtype) out = body.Op(OpCode::kTileCast, {acc}, {}, acc->type.WithDType(dtype));
     if (!keep) {
       so.erase(so.begin() + axis);
-      if (rows) out = body.Op(OpCode::kTileTranspose, {acc});  // a column becomes a row of dst
+      if (rows) out = body.Op(OpCode::kTileTranspose, {out});  // a column becomes a row of dst
     }
     StoreAt(body, out, dst, so);
     outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
   });
 }
 
-void Transpose(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
-               const ir::Value& dst) {
-  const ir::Value& x = op.args()[0].value();
+// Transpose of a leading dim d0 with the row dim: row `i` of an output tile is a row of x at
+// swapped offsets, so a task copies its tile's rows one by one (1 x C tiles). The row loop runs
+// from the tile's offset to a bound computed outside the task, so its region stays that tile.
+void TransposeRows(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& x,
+                   int d0, const ir::Value& dst) {
+  const auto& dom = dst->type.shape();
+  const int r = static_cast<int>(dom.size());
+  const Tiling t = CopyTiling(dom, caps);
+  const std::vector<NestDim> dims = DomainNest(w, ext, dom, t, false);
+  const ir::Operand rows = dims[r - 2].extent;
+  Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
+    ir::Operand end = outer.Op(OpCode::kArithMin, {Add(outer, off[r - 2], ir::Operand::Int(t.rows)), rows});
+    BlockWriter body(w.span());
+    body.For(off[r - 2], end, ir::Operand::Int(1), ir::LoopKind::kSequential,
+             [&](const ir::Value& row, BlockWriter& loop) {
+               std::vector<ir::Operand> yo = off;
+               yo[r - 2] = row;
+               std::vector<ir::Operand> xo = yo;
+               std::swap(xo[d0], xo[r - 2]);
+               StoreAt(loop, LoadAt(loop, x, xo, 1, t.cols), dst, yo);
+             });
+    outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
+  });
+}
+
+// A transpose of dims (d0, d1), d0 < d1, into dst: tiles of the last two dims loaded at swapped
+// offsets (transposed by tile.transpose when the two are the last two), rows of x when d1 is the
+// row dim; a leading dim with the column dim is that row case between two transposes of the
+// last two dims, (d0 c) = (r c)(d0 r)(r c), through two intermediate tensors.
+void TransposeDims(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& x,
+                   int d0, int d1, const ir::Value& dst) {
   const int r = x->type.rank();
-  int d0 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim0", -2), r, "", op.span());
-  int d1 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim1", -1), r, "", op.span());
-  if (d0 > d1) std::swap(d0, d1);
+  if (d0 < r - 2 && d1 == r - 2) return TransposeRows(w, ext, caps, x, d0, dst);
+  if (d0 < r - 2 && d1 == r - 1) {
+    auto swapped = [&](const ir::Value& v, int a, int b) {
+      std::vector<ir::Dim> shape = v->type.shape();
+      std::swap(shape[a], shape[b]);
+      ir::Type type = ir::Type::Tensor(shape, v->type.dtype());
+      std::vector<ir::Operand> sizes;
+      for (const ir::Dim& d : shape)
+        if (!d.is_static()) sizes.push_back(ext.Of(w, d));
+      return w.Op(OpCode::kTensorEmpty, sizes, {}, type, "tr");
+    };
+    ir::Value a = swapped(x, r - 2, r - 1);
+    TransposeDims(w, ext, caps, x, r - 2, r - 1, a);
+    ir::Value b = swapped(a, d0, r - 2);
+    TransposeDims(w, ext, caps, a, d0, r - 2, b);
+    return TransposeDims(w, ext, caps, b, r - 2, r - 1, dst);
+  }
   const auto& dom = dst->type.shape();
   const bool last_two = r >= 2 && d0 == r - 2 && d1 == r - 1;
-  PTOX_CHECK(d0 == d1 || last_two || d1 < r - 2, op.span())
-      << "tensor.transpose of a leading dim with one of the last two is not supported yet "
-         "(dims " << d0 << ", " << d1 << " of " << x->type.ToString() << ")";
   Tiling t = CopyTiling(dom, caps);
   if (last_two) t.rows = t.cols = std::min<int64_t>(64, t.cols);
   Nest(w, DomainNest(w, ext, dom, t, false), [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
@@ -147,6 +200,16 @@ void Transpose(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir:
     StoreAt(body, tile, dst, off);
     outer.Append(ir::IncoreStmt::Make(body.Take(), w.span()));
   });
+}
+
+void Transpose(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+               const ir::Value& dst) {
+  const ir::Value& x = op.args()[0].value();
+  const int r = x->type.rank();
+  int d0 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim0", -2), r, "", op.span());
+  int d1 = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim1", -1), r, "", op.span());
+  if (d0 > d1) std::swap(d0, d1);
+  TransposeDims(w, ext, caps, x, d0, d1, dst);
 }
 
 // Reshape: the last dim kept (rows regrouped: each 1-row tile finds its source row by index
@@ -234,6 +297,13 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
     case ir::OpFamily::kTensorReshape: return Reshape(w, ext, caps, op, dst);
     case ir::OpFamily::kTensorSlice: {  // the domain is the slice; the source is shifted
       std::vector<ir::Operand> shift(op.args().begin() + 1, op.args().end());
+      const ir::Value& x = op.args()[0].value();
+      checks::Shape shape;
+      for (const ir::Dim& d : x->type.shape()) shape.push_back(ext.Of(w, d));
+      for (int d = 0; d < x->type.rank(); ++d) {
+        const ir::Dim& size = dst->type.shape()[d];
+        if (size != x->type.shape()[d]) checks::Window(w, "tensor.slice", d, shift[d], size.size, shape);
+      }
       return Copy(w, ext, caps, dst->type.shape(), op.args()[0].value(), shift, dst, {});
     }
     case ir::OpFamily::kTensorConcat: {

@@ -229,6 +229,13 @@ class TileBody {
   }
 
  private:
+  // A scalar operand of a tensor op as its tile op takes it: an SSA scalar of another dtype (an
+  // f32 scalar with a bf16 tensor) is cast first, the conversion the tensor op defines.
+  ir::Operand ScalarAs(const ir::Operand& s, DType dtype) {
+    if (!s.is_value() || s.type().dtype() == dtype) return s;
+    return w_.Op(OpCode::kArithCast, {s}, {}, ir::Type::Scalar(dtype), s.value()->name);
+  }
+
   std::pair<int64_t, int64_t> Shape(const ir::Value& tile) const {
     return {tile->type.rows(), tile->type.cols()};
   }
@@ -257,7 +264,8 @@ class TileBody {
     const std::string_view name = ir::OpName(op.op());
     const OpCode tile_op = *TileOp(name, "tile.");
     if (!rhs.is_value() || !rhs.type().is_tensor())
-      return w_.Op(tile_op, {Expand(a, want.rows, want.cols), rhs}, {}, {}, res->name);
+      return w_.Op(tile_op, {Expand(a, want.rows, want.cols), ScalarAs(rhs, a->type.dtype())}, {},
+                   {}, res->name);
     ir::Value b = Get(rhs.value());
     const std::pair<int64_t, int64_t> target = {want.rows, want.cols};
     if (Shape(a) == target && Shape(b) != target) {

@@ -16,11 +16,20 @@ using ir::OpCode;
 
 ir::Attrs Reduce(int64_t axis) { return {{"axis", axis}, {"keepdims", true}}; }
 
-// Row statistics over the last axis: sum(v, -1, keep) * (1 / C).
-ir::Value Mean(BlockWriter& w, const ir::Value& v, int64_t c) {
+// 1 / f32(C) for the size C of x's last axis, rounded to f32: an immediate when C is static,
+// else computed when the program runs (tensor.dim, arith.cast, arith.div).
+ir::Operand InvLast(BlockWriter& w, const ir::Value& x) {
+  const ir::Dim& c = x->type.shape().back();
+  if (c.is_static()) return ir::Operand::Float(1.0f / static_cast<float>(c.size));
+  ir::Value n = w.Op(OpCode::kTensorDim, {x, ir::Operand::Int(x->type.rank() - 1)}, {}, {}, c.sym);
+  ir::Value f = w.Op(OpCode::kArithCast, {n}, {}, ir::Type::Scalar(DType::kF32), "c");
+  return w.Op(OpCode::kArithDiv, {ir::Operand::Float(1.0), f}, {}, {}, "inv_c");
+}
+
+// Row statistics over the last axis: sum(v, -1, keep) * inv_c.
+ir::Value Mean(BlockWriter& w, const ir::Value& v, const ir::Operand& inv_c) {
   ir::Value s = w.Op(OpCode::kTensorSum, {v}, Reduce(-1), {}, "sum");
-  return w.Op(OpCode::kTensorMul, {s, ir::Operand::Float(static_cast<float>(1.0 / c))}, {}, {},
-              "mean");
+  return w.Op(OpCode::kTensorMul, {s, inv_c}, {}, {}, "mean");
 }
 
 // Softmax and log-softmax over `axis`, max-subtracted.
@@ -38,15 +47,15 @@ void LowerSoftmax(BlockWriter& w, const ir::OpStmt& op, bool log) {
 
 void LowerNorm(BlockWriter& w, const ir::OpStmt& op, bool layer) {
   const ir::Value& x = op.args()[0].value();
-  const int64_t c = x->type.shape().back().size;  // the weight's static size equals it
+  const ir::Operand inv_c = InvLast(w, x);
   const auto eps = ir::Operand::Float(static_cast<float>(ir::NormEps(op)));
   ir::Value centered = x;
   if (layer) {
-    ir::Value mean = Mean(w, x, c);
+    ir::Value mean = Mean(w, x, inv_c);
     centered = w.Op(OpCode::kTensorSub, {x, mean}, {}, {}, "centered");
   }
   ir::Value q = w.Op(OpCode::kTensorMul, {centered, centered}, {}, {}, "sq");
-  ir::Value var = Mean(w, q, c);
+  ir::Value var = Mean(w, q, inv_c);
   ir::Value a = w.Op(OpCode::kTensorAdd, {var, eps}, {}, {}, "var_eps");
   ir::Value r = w.Op(OpCode::kTensorRsqrt, {a}, {}, {}, "inv");
   ir::Value n = w.Op(OpCode::kTensorMul, {centered, r}, {}, {}, "normed");

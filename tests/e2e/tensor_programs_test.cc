@@ -13,13 +13,11 @@
 #include <set>
 #include <sstream>
 
-#include "host_tensor.h"
+#include "compare.h"
 #include "ptox/ptox.h"
 
 namespace ptox::testing {
 namespace {
-
-using Dims = std::map<std::string, int64_t>;
 
 std::string ReadExample(const std::string& name) {
   std::ifstream in(std::string(PTOX_EXAMPLES_DIR) + "/tensor/" + name);
@@ -33,64 +31,6 @@ std::string WithStaticDims(std::string text, const Dims& dims) {
   for (const auto& [sym, n] : dims)
     text = std::regex_replace(text, std::regex("\\{" + sym + "\\}"), std::to_string(n));
   return text;
-}
-
-struct Buffers {
-  std::vector<std::unique_ptr<HostTensor>> tensors;
-  std::vector<Arg> args;
-  std::vector<bool> is_out;
-};
-
-Buffers MakeArgs(const Program& prog, const Dims& dims, uint32_t seed) {
-  auto params = prog.Params();
-  EXPECT_TRUE(params.ok()) << params.status().message();
-  std::mt19937 rng(seed);
-  Buffers b;
-  for (const ParamInfo& p : *params) {
-    std::vector<int64_t> shape;
-    for (const auto& d : p.dims) shape.push_back(d.sym.empty() ? d.size : dims.at(d.sym));
-    b.tensors.push_back(std::make_unique<HostTensor>(p.dtype, shape));
-    if (p.dir != ParamDirection::kOut) b.tensors.back()->FillUniform(rng, -2.0f, 2.0f);
-    b.args.push_back(b.tensors.back()->view());
-    b.is_out.push_back(p.dir != ParamDirection::kIn);
-  }
-  return b;
-}
-
-// Runs `prog` on `target` over fresh copies of the same seeded inputs; returns the buffers.
-Buffers RunOn(const Program& prog, const Dims& dims, const RunOptions& opts) {
-  Buffers b = MakeArgs(prog, dims, 42);
-  Status s = Run(prog, b.args, opts);
-  EXPECT_TRUE(s.ok()) << opts.target << (opts.fuse ? "" : " (unfused)") << ": " << s.message();
-  return b;
-}
-
-// Outputs agree within the reorder bound: |got - want| <= bound * (|want| + max |want|), NaN
-// where the reference has NaN (bound 0: bit-identical values).
-void ExpectClose(const Buffers& got, const Buffers& want, double bound, const std::string& what) {
-  for (size_t i = 0; i < want.tensors.size(); ++i) {
-    if (!want.is_out[i]) continue;
-    const HostTensor &g = *got.tensors[i], &w = *want.tensors[i];
-    double max_abs = 0;
-    for (int64_t k = 0; k < w.numel(); ++k)  // finite values: an Inf must match exactly
-      if (std::isfinite(w.Get(k))) max_abs = std::max(max_abs, std::fabs(double(w.Get(k))));
-    int bad = 0;
-    for (int64_t k = 0; k < w.numel() && bad < 5; ++k) {
-      const double a = g.Get(k), b = w.Get(k);
-      if (bound == 0) {  // exact ops: the same bits (signed zeros, NaN payloads)
-        const float fa = g.Get(k), fb = w.Get(k);
-        const bool same = std::memcmp(&fa, &fb, sizeof fa) == 0;
-        if (!same) ++bad;
-        EXPECT_TRUE(same) << what << " output " << i << "[" << k << "] = " << a << ", interp " << b;
-        continue;
-      }
-      const bool ok = std::isnan(b) ? std::isnan(a)
-                                    : a == b || std::fabs(a - b) <= bound * (std::fabs(b) + max_abs);
-      if (!ok) ++bad;
-      EXPECT_TRUE(ok) << what << " output " << i << "[" << k << "] = " << a << ", interp " << b
-                      << " (bound " << bound << ")";
-    }
-  }
 }
 
 struct Case {
@@ -112,25 +52,6 @@ std::vector<Case> Cases() {
 }
 
 class TensorProgram : public ::testing::TestWithParam<Case> {};
-
-void CheckAllTargets(const Program& prog, const Dims& dims, const std::string& what) {
-  Buffers ref = RunOn(prog, dims, {.target = "interp"});
-  Buffers in = MakeArgs(prog, dims, 42);
-  Result<double> bound = ReorderBound(prog, {}, in.args);
-  ASSERT_TRUE(bound.ok()) << bound.status().message();
-  for (const std::string& t : AvailableTargets()) {
-    if (t == "interp") continue;
-    for (bool fuse : {true, false}) {
-      Buffers got = RunOn(prog, dims, {.target = t, .fuse = fuse});
-      ExpectClose(got, ref, *bound, what + " on " + t + (fuse ? "" : " unfused"));
-      for (size_t i = 0; i < in.tensors.size(); ++i) {
-        if (!in.is_out[i]) {
-          EXPECT_EQ(got.tensors[i]->Hash(), in.tensors[i]->Hash()) << "input " << i << " modified";
-        }
-      }
-    }
-  }
-}
 
 TEST_P(TensorProgram, SymbolicShapesMatchTheInterpreter) {
   const std::string text = ReadExample(GetParam().file);

@@ -282,11 +282,55 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   Check(depth);
 }
 
+namespace {
+
+// A C string literal for `text`, usable as a printf format; with `holes`, each '{}' becomes a
+// %lld conversion.
+std::string FormatLiteral(std::string_view text, bool holes) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (holes && ch == '{' && i + 1 < text.size() && text[i + 1] == '}') {
+      out += "%lld";
+      ++i;
+    } else if (ch == '%') {
+      out += "%%";
+    } else if (ch == '\\' || ch == '"') {
+      out += std::string("\\") + ch;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+// arith.assert: fails the kernel (or the orchestration) with the op's message, in the compiled
+// targets' "op at line:col: message" form.
+void Emitter::Assert(const ir::OpStmt& op, int depth) {
+  auto text = [&](const char* name, std::string_view fallback) {
+    auto it = op.attrs().find(name);
+    return it == op.attrs().end() ? std::string(fallback) : std::get<std::string>(it->second);
+  };
+  std::string where = text("op", "arith.assert");
+  if (op.span().known()) where += fmt::format(" at {}:{}", op.span().line, op.span().col);
+  std::string values;
+  for (size_t i = 1; i < op.args().size(); ++i)
+    values += fmt::format(", static_cast<long long>({})", Operand(op.args()[i]));
+  Line(depth, fmt::format("if (!({})) {{", Operand(op.args()[0])));
+  Line(depth + 1, fmt::format("ctx.Error({} {}{});", FormatLiteral(where + ": ", false),
+                              FormatLiteral(text("msg", "assertion failed"), true), values));
+  Line(depth + 1, "return ctx.code();");
+  Line(depth, "}");
+}
+
 // The tile-library call for each op family; `r` is the result variable (declared first).
 void Emitter::Op(const ir::OpStmt& op, int depth) {
   if (!op.results().empty() && Inlined(op.result())) return;  // computed where it is used
   if (EmitFusedRoot(op, depth)) return;
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorEmpty) return Empty(op, depth);
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   std::string where = Where(op, ir::OpName(op.op()));

@@ -50,6 +50,7 @@ class Emitter {
   void If(const ir::IfStmt& s, int depth);
   void Op(const ir::OpStmt& op, int depth);
   void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)
+  void Assert(const ir::OpStmt& op, int depth);
   void Incore(const ir::IncoreStmt& s, int depth);
 
   // ----- tasks (tasks.cc): each incore scope becomes a kernel function plus, in the

@@ -126,6 +126,8 @@ const char kScalarsAndControlFlow[] =
     "  %gt = arith.gt %s, 1e+16\n"
     "  %ge = arith.ge %s, 5e-324\n"
     "  %sel = arith.select %eq, %a, %b\n"
+    "  arith.assert %le, %g, 7 {msg = \"{} and {} 100%\", op = \"my.check\"}\n"
+    "  arith.assert %ne\n"
     "  %i32 = arith.cast %sel : i32\n"
     "  %fs = arith.add %s, 1.0\n"
     "  %sum = for %i = 0 to %n step 16 parallel iter(%acc = 0.0) {\n"

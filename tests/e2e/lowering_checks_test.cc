@@ -1,0 +1,168 @@
+// Tensor programs whose lowering once lost a symbolic size, a rounding step or a run-time check
+// (silent wrong results on compiled targets): each runs on every target against the interpreter,
+// or must fail on every target with the interpreter's error, naming the op the user wrote.
+#include <gtest/gtest.h>
+
+#include "compare.h"
+
+namespace ptox::testing {
+namespace {
+
+Program Parse(const std::string& text) {
+  auto prog = Program::Parse(text, "case.pto");
+  EXPECT_TRUE(prog.ok()) << prog.status().message();
+  return *prog;
+}
+
+std::string Typed(std::string text, const std::string& dtype) {
+  for (size_t at = text.find("f32"); at != std::string::npos; at = text.find("f32", at + 1))
+    text.replace(at, 3, dtype);
+  return text;
+}
+
+// 1 / C of a symbolic C was folded to 1 / 0 = inf (rmsnorm all zeros, layernorm all NaN).
+TEST(SymbolicNorms, MatchTheInterpreter) {
+  const std::string rms = R"(
+func @rmsnorm(%x: in tensor<{N}x{D}xf32>, %w: in tensor<{D}xf32>, %y: out tensor<{N}x{D}xf32>) {
+  %r = tensor.rmsnorm %x, %w {eps = 1e-6}
+  tensor.store %r, %y
+}
+)";
+  const std::string ln = R"(
+func @ln(%x: in tensor<{N}x{D}xf32>, %w: in tensor<{D}xf32>, %b: in tensor<{D}xf32>,
+         %y: out tensor<{N}x{D}xf32>) {
+  %r = tensor.layernorm %x, %w, %b
+  tensor.store %r, %y
+}
+)";
+  for (std::string dtype : {"f32", "bf16", "f16"}) {
+    for (const std::string& text : {rms, ln}) {
+      Program prog = Parse(Typed(text, dtype));
+      for (const Dims& dims : {Dims{{"N", 5}, {"D", 1031}}, Dims{{"N", 1}, {"D", 768}},
+                               Dims{{"N", 3}, {"D", 1}}})
+        CheckAllTargets(prog, dims, dtype + " D=" + std::to_string(dims.at("D")));
+    }
+  }
+}
+
+// A bf16 / f16 sum longer than one tile rounded every tile's partial sum to the dtype.
+TEST(LongNarrowSums, AccumulateInF32) {
+  Program rows = Parse(R"(
+func @f(%x: in tensor<3000x4xbf16>, %y: out tensor<4xbf16>) {
+  %u = tensor.sum %x {axis = 0}
+  tensor.store %u, %y
+}
+)");
+  CheckAllTargets(rows, {}, "axis 0");
+  Program cols = Parse(R"(
+func @f(%x: in tensor<4x{N}xf16>, %y: out tensor<4xf16>) {
+  %u = tensor.sum %x {axis = -1}
+  tensor.store %u, %y
+}
+)");
+  CheckAllTargets(cols, {{"N", 3001}}, "symbolic axis -1");
+}
+
+// An f32 scalar operand of a bf16 tensor op is converted to bf16 (it did not compile).
+TEST(ScalarOperands, ConvertToTheTensorDtype) {
+  Program prog = Parse(R"(
+func @f(%x: in tensor<{N}x8xbf16>, %s: in f32, %y: out tensor<{N}x8xbf16>) {
+  %u = tensor.mul %x, %s
+  tensor.store %u, %y
+}
+)");
+  CheckAllTargets(prog, {{"N", 5}}, "bf16 * f32 scalar", {{"s", 0.3}});
+}
+
+// max / min over an empty axis of a non-empty result returned -inf / +inf on compiled targets.
+TEST(EmptyAxisReductions, FailEverywhere) {
+  Program axis0 = Parse(R"(
+func @f(%x: in tensor<{N}x5xf32>, %y: out tensor<5xf32>) {
+  %r = tensor.reduce_max %x {axis = 0}
+  tensor.store %r, %y
+}
+)");
+  ExpectRuntimeErrorEverywhere(axis0, {{"N", 0}}, {"reduce_max", "empty axis 0", "0x5"});
+  Program last = Parse(R"(
+func @f(%x: in tensor<3x{N}xf32>, %y: out tensor<3xf32>) {
+  %r = tensor.reduce_min %x {axis = -1}
+  tensor.store %r, %y
+}
+)");
+  ExpectRuntimeErrorEverywhere(last, {{"N", 0}}, {"reduce_min", "empty axis 1", "3x0"});
+  Program softmax = Parse(R"(
+func @f(%x: in tensor<3x{N}xf32>, %y: out tensor<3x{N}xf32>) {
+  %r = tensor.softmax %x
+  tensor.store %r, %y
+}
+)");
+  ExpectRuntimeErrorEverywhere(softmax, {{"N", 0}}, {"empty axis 1", "3x0"});
+  // An empty result needs no element: no error.
+  Program empty = Parse(R"(
+func @f(%x: in tensor<{M}x{N}xf32>, %y: out tensor<{M}xf32>) {
+  %r = tensor.reduce_max %x {axis = -1}
+  tensor.store %r, %y
+}
+)");
+  CheckAllTargets(empty, {{"M", 0}, {"N", 0}}, "0x0");
+}
+
+// A dynamic slice window running past the end copied the rows in bounds and left the rest.
+TEST(SliceBounds, DynamicOffsetsAreChecked) {
+  Program prog = Parse(R"(
+func @f(%x: in tensor<{N}x8xf32>, %o: in index, %y: out tensor<4x8xf32>) {
+  %r = tensor.slice %x[%o, 0] : tensor<4x8xf32>
+  tensor.store %r, %y
+}
+)");
+  CheckAllTargets(prog, {{"N", 9}}, "in bounds", {{"o", int64_t{5}}});
+  for (int64_t o : {int64_t{6}, int64_t{-1}, int64_t{100000}, INT64_MAX})
+    ExpectRuntimeErrorEverywhere(prog, {{"N", 9}}, {"tensor.slice", "out of bounds in dim 0"},
+                                 {{"o", o}});
+  Program whole = Parse(R"(
+func @f(%x: in tensor<{N}x{K}xf32>, %y: out tensor<2x{K}xf32>) {
+  %r = tensor.slice %x[3, 0] : tensor<2x{K}xf32>
+  tensor.store %r, %y
+}
+)");
+  CheckAllTargets(whole, {{"N", 5}, {"K", 3}}, "static offset, symbolic dim");
+  ExpectRuntimeErrorEverywhere(whole, {{"N", 4}, {"K", 3}}, {"tensor.slice", "dim 0"});
+}
+
+}  // namespace
+}  // namespace ptox::testing
+
+namespace ptox::testing {
+namespace {
+
+// Every pair of dims of a rank-3 and a rank-4 tensor (split heads [T, H, D] -> [H, T, D] was
+// "not supported" on compiled targets), symbolic and static, with partial tiles.
+TEST(Transposes, EveryPairOfDimsMatchesTheInterpreter) {
+  const std::vector<std::string> shapes = {"{T}x3x70", "2x{T}x3x5"};
+  for (const std::string& shape : shapes) {
+    std::vector<std::string> dims;
+    for (size_t at = 0, next; at <= shape.size(); at = next + 1) {
+      next = shape.find('x', at);
+      if (next == std::string::npos) next = shape.size();
+      dims.push_back(shape.substr(at, next - at));
+    }
+    for (size_t d0 = 0; d0 < dims.size(); ++d0) {
+      for (size_t d1 = d0 + 1; d1 < dims.size(); ++d1) {
+        std::vector<std::string> out = dims;
+        std::swap(out[d0], out[d1]);
+        std::string out_shape;
+        for (const std::string& d : out) out_shape += (out_shape.empty() ? "" : "x") + d;
+        Program prog = Parse("func @f(%x: in tensor<" + shape + "xbf16>, %y: out tensor<" +
+                             out_shape + "xbf16>) {\n  %r = tensor.transpose %x {dim0 = " +
+                             std::to_string(d0) + ", dim1 = " + std::to_string(d1) +
+                             "}\n  tensor.store %r, %y\n}\n");
+        for (int64_t t : {1, 67})
+          CheckAllTargets(prog, {{"T", t}}, shape + " dims " + std::to_string(d0) + ", " +
+                                                std::to_string(d1) + " T=" + std::to_string(t));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ptox::testing
