@@ -9,6 +9,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "driver/reorder_bound.h"
 #include "interp/interpreter.h"
 #include "ir/signature.h"
 #include "ops/type_rules.h"
@@ -208,70 +209,6 @@ Result<int64_t> ClearCache() {
 
 namespace {
 
-// The number of terms of the sums a target may reorder in one tensor-level op (0: none):
-// tensor-level sums are lowered to tiles of any shape, and chains of them compound, so callers
-// add these up over the program.
-int64_t TensorReorderedTerms(const ir::OpStmt& op, const ir::SymbolBindings& dims) {
-  auto size = [&](const ir::Dim& d) -> int64_t {
-    if (d.is_static()) return d.size;
-    auto it = dims.find(d.sym);
-    PTOX_CHECK(it != dims.end(), op.span())
-        << "the error bound of " << ir::OpName(op.op()) << " depends on symbol " << d.sym
-        << ": pass the arguments";
-    return it->second;
-  };
-  const ir::Type& x = op.args()[0].type();
-  auto axis = [&] {
-    return size(x.shape()[ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), x.rank(), "",
-                                            op.span())]);
-  };
-  switch (op.op()) {
-    case ir::OpCode::kTensorSum:
-    case ir::OpCode::kTensorSoftmax:
-    case ir::OpCode::kTensorLogSoftmax: return axis();
-    case ir::OpCode::kTensorRmsnorm: return size(x.shape().back());
-    case ir::OpCode::kTensorLayernorm: return 2 * size(x.shape().back());
-    case ir::OpCode::kTensorMatmul: return size(x.shape().back());
-    default: return 0;
-  }
-}
-
-// The longest tile-level sum whose order a target may change, plus every tensor-level one, over
-// a block (0: none).
-int64_t LongestReorderedSum(const ir::Block& block, const ir::SymbolBindings& dims) {
-  int64_t k = 0, tensor_terms = 0;
-  for (const ir::StmtRef& s : block) {
-    switch (s->kind()) {
-      case ir::StmtKind::kOp: {
-        const auto& op = ir::As<ir::OpStmt>(*s);
-        const auto& args = op.args();
-        tensor_terms += TensorReorderedTerms(op, dims);
-        if (op.op() == ir::OpCode::kTileRowSum) k = std::max(k, args[0].type().cols());
-        if (op.op() == ir::OpCode::kTileColSum) k = std::max(k, args[0].type().rows());
-        if (op.op() == ir::OpCode::kTileMatmul) k = std::max(k, args[0].type().cols());
-        if (op.op() == ir::OpCode::kTileMatmulAcc) k = std::max(k, args[1].type().cols());
-        break;
-      }
-      case ir::StmtKind::kFor:
-        k = std::max(k, LongestReorderedSum(ir::As<ir::ForStmt>(*s).body(), dims));
-        break;
-      case ir::StmtKind::kIncore:
-        k = std::max(k, LongestReorderedSum(ir::As<ir::IncoreStmt>(*s).body(), dims));
-        break;
-      case ir::StmtKind::kIf:
-        k = std::max(k, LongestReorderedSum(ir::As<ir::IfStmt>(*s).then_body(), dims));
-        k = std::max(k, LongestReorderedSum(ir::As<ir::IfStmt>(*s).else_body(), dims));
-        break;
-      case ir::StmtKind::kYield: break;
-    }
-  }
-  return k + tensor_terms;
-}
-
-}  // namespace
-
-namespace {
-
 std::vector<runtime::TaskRecord> ToRecords(const std::vector<TaskTrace>& trace) {
   std::vector<runtime::TaskRecord> out;
   for (const TaskTrace& t : trace) {
@@ -296,10 +233,8 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
   double bound = 0;
   Status s = Guard([&] {
     const ir::Func* f = Entry(program.module(), function);
-    ir::SymbolBindings dims;
-    if (!args.empty()) dims = ir::BindArgs(*f, args);
     // A safety factor of 2 over the n * eps bound of a reordered n-term sum.
-    bound = 2.0 * static_cast<double>(LongestReorderedSum(f->body, dims)) * 0x1p-23;
+    bound = 2.0 * static_cast<double>(driver::ReorderedTerms(*f, args)) * 0x1p-23;
   });
   if (!s.ok()) return s;
   return bound;

@@ -232,7 +232,8 @@ Dense EvalSlice(const ir::OpStmt& op, const Env& env) {
   return Slice(op, a, offsets, sizes);
 }
 
-// tensor.empty %sizes : type. The sizes bind the symbolic dims in order; contents are zero.
+// tensor.empty %sizes : type. The sizes bind the symbolic dims in order (or must equal the
+// sizes their symbols have in scope); contents are zero.
 const Tensor* EvalEmpty(const ir::OpStmt& op, Env& env) {
   std::vector<int64_t> shape;
   size_t next = 0;
@@ -240,6 +241,7 @@ const Tensor* EvalEmpty(const ir::OpStmt& op, Env& env) {
     const int64_t n = dim.is_static() ? dim.size : env.GetIndex(op.args()[next++]);
     PTOX_RUNTIME_CHECK(n >= 0) << OpWhere(op) << ": size " << n << " of dim " << shape.size()
                                << " is negative";
+    if (!dim.is_static()) env.BindSymbol(dim.sym, n, OpWhere(op));
     shape.push_back(n);
   }
   return OwnTensor(op, env, op.result()->type.dtype(), shape);
@@ -261,12 +263,23 @@ Dense EvalReduce(const ir::OpStmt& op, const Env& env) {
   return Reduce(op, FnOf(op.op()), a, axis, ir::BoolAttr(op.attrs(), "keepdims", false));
 }
 
-Dense EvalConcat(const ir::OpStmt& op, const Env& env) {
+// Along a symbolic axis the result's declared size is a symbol (bound here, or checked) or a
+// static size (checked).
+Dense EvalConcat(const ir::OpStmt& op, Env& env) {
   std::vector<Dense> parts;
   for (size_t k = 0; k < op.args().size(); ++k) parts.push_back(Arg(op, env, k, DType::kF32));
   const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), parts[0].rank(),
                                      OpWhere(op), op.span());
-  return Concat(op, parts, axis);
+  Dense out = Concat(op, parts, axis);
+  const ir::Dim& want = op.result()->type.shape()[axis];
+  if (!want.is_static()) {
+    env.BindSymbol(want.sym, out.shape[axis], OpWhere(op));
+  } else {
+    PTOX_RUNTIME_CHECK(want.size == out.shape[axis])
+        << OpWhere(op) << ": the operands add up to " << out.shape[axis] << " along axis " << axis
+        << ", not the declared " << want.size;
+  }
+  return out;
 }
 
 // Composites: x, then operands that broadcast against x (scalars take x's dtype).
@@ -280,7 +293,7 @@ Dense EvalCompositeOp(const ir::OpStmt& op, const Env& env) {
 }
 
 // The ops with a result, as a dense value.
-Dense EvalValue(const ir::OpStmt& op, const Env& env) {
+Dense EvalValue(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorBinary: {
       Dense a = Arg(op, env, 0, DType::kF32);

@@ -68,6 +68,17 @@ const Tensor* Env::Own(DType dtype, std::vector<int64_t> shape) {
   return &o.view;
 }
 
+void Env::BindSymbol(const std::string& sym, int64_t size, std::string_view op) {
+  for (const auto& [name, bound] : symbols_) {
+    if (name != sym) continue;
+    PTOX_RUNTIME_CHECK(bound == size)
+        << op << ": size " << size << " for symbol " << sym << ", which is " << bound
+        << " here";
+    return;
+  }
+  symbols_.emplace_back(sym, size);
+}
+
 std::string OpWhere(const ir::OpStmt& op) {
   std::string s(ir::OpName(op.op()));
   const Span& sp = op.span();
@@ -82,7 +93,15 @@ class Interpreter {
   explicit Interpreter(Env& env) : env_(env) {}
 
   // Runs a block; returns the operands of its closing yield (empty when it has none).
+  // Symbols bound in the block end with it.
   std::vector<RtValue> RunBlock(const ir::Block& block) {
+    const size_t mark = env_.ScopeMark();
+    std::vector<RtValue> yields = RunStmts(block);
+    env_.EndScope(mark);
+    return yields;
+  }
+
+  std::vector<RtValue> RunStmts(const ir::Block& block) {
     for (const ir::StmtRef& s : block) {
       switch (s->kind()) {
         case ir::StmtKind::kOp: RunOp(ir::As<ir::OpStmt>(*s)); break;
@@ -189,7 +208,7 @@ void Run(const ir::Func& func, const std::vector<Arg>& args) {
 }
 
 void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env) {
-  ir::BindArgs(func, args);
+  for (const auto& [sym, size] : ir::BindArgs(func, args)) env.BindSymbol(sym, size, "");
   for (size_t k = 0; k < args.size(); ++k) {
     const ir::Value& p = func.params[k].value;
     const DType d = p->type.dtype();

@@ -81,6 +81,14 @@ class Env {
   // The caller checks that the element count fits (see eval_tensor.cc).
   const Tensor* Own(DType dtype, std::vector<int64_t> shape);
 
+  // Dimension symbols (docs/ir.md): parameters bind theirs on entry; a tensor.empty or a
+  // symbolic-axis tensor.concat binds a new one for the rest of its block. BindSymbol checks a
+  // bound symbol's size (a runtime error naming `op` otherwise) or binds it; EndScope(mark)
+  // drops what was bound since ScopeMark() returned `mark`.
+  void BindSymbol(const std::string& sym, int64_t size, std::string_view op);
+  size_t ScopeMark() const { return symbols_.size(); }
+  void EndScope(size_t mark) { symbols_.resize(mark); }
+
  private:
   struct Owned {
     Tensor view;
@@ -88,6 +96,7 @@ class Env {
   };
   std::unordered_map<const ir::ValueNode*, RtValue> values_;
   std::deque<Owned> owned_;  // a deque: growing it never moves an element
+  std::vector<std::pair<std::string, int64_t>> symbols_;  // bindings in scope, oldest first
 };
 
 }  // namespace ptox::interp

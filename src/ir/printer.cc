@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/type_rules.h"
+
 namespace ptox::ir {
 
 std::string FormatFloat(double v) {
@@ -143,7 +145,7 @@ class Printer {
     out_ += std::string(OpName(op.op()));
     if (!operands.empty()) out_ += " " + operands;
     PrintAttrs(op.attrs());
-    if (HasExplicitType(FamilyOf(op.op()))) out_ += " : " + op.result()->type.ToString();
+    if (DeclaresType(op)) out_ += " : " + op.result()->type.ToString();
   }
 
   void PrintFor(const ForStmt& f, int depth) {

@@ -163,7 +163,7 @@ class Verifier {
         << "an incore scope holds tile ops or tensor ops (a group that convert-tensor-to-tile "
            "tiles), not both: " << name;
     std::optional<Type> declared;
-    if (HasExplicitType(family) && !op.results().empty()) declared = op.result()->type;
+    if (DeclaresType(op)) declared = op.result()->type;
     std::optional<Type> t = InferOpType(op.op(), op.args(), op.attrs(), declared, span);
     PTOX_CHECK(op.results().size() == (t ? 1u : 0u), span)
         << name << " must have " << (t ? 1 : 0) << " results";

@@ -27,6 +27,24 @@ std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
   return out;
 }
 
+bool ConcatNeedsType(const std::vector<Operand>& args, const Attrs& attrs) {
+  if (args.empty() || !args[0].is_value() || !args[0].type().is_tensor()) return false;
+  const int rank = args[0].type().rank();
+  const int64_t axis = IntAttr(attrs, "axis", -1);
+  if (axis < -rank || axis >= rank) return false;
+  for (const Operand& a : args)
+    if (a.is_value() && a.type().is_tensor() && a.type().rank() == rank &&
+        !a.type().shape()[axis < 0 ? axis + rank : axis].is_static())
+      return true;
+  return false;
+}
+
+bool DeclaresType(const OpStmt& op) {
+  if (op.results().empty()) return false;
+  return HasExplicitType(FamilyOf(op.op())) ||
+         (op.op() == OpCode::kTensorConcat && ConcatNeedsType(op.args(), op.attrs()));
+}
+
 int NormalizeAxis(int64_t axis, int rank, std::string_view op, const Span& span) {
   PTOX_CHECK(axis >= -rank && axis < rank, span)
       << op << " axis " << axis << " is out of range for rank " << rank;
@@ -189,12 +207,11 @@ Type Slice(const TensorChecker& c, const Type& a, const std::vector<Operand>& ar
   return to;
 }
 
-Type Concat(const TensorChecker& c, const std::vector<Operand>& args, const Attrs& attrs) {
+Type Concat(const TensorChecker& c, const std::vector<Operand>& args, const Attrs& attrs,
+            const std::optional<Type>& declared) {
   const Type& a = c.Tensor(0);
   const int axis = NormalizeAxis(IntAttr(attrs, "axis", -1), a.rank(), c.name(), c.span());
   std::vector<Dim> shape = a.shape();
-  PTOX_CHECK(shape[axis].is_static(), c.span())
-      << "tensor.concat along a symbolic dim is not supported: " << a.ToString();
   for (size_t i = 1; i < args.size(); ++i) {
     const Type& t = c.Tensor(i);
     PTOX_CHECK(t.rank() == a.rank() && t.dtype() == a.dtype(), c.span())
@@ -206,11 +223,25 @@ Type Concat(const TensorChecker& c, const std::vector<Operand>& args, const Attr
           << "tensor.concat operands differ outside axis " << axis << ": " << a.ToString()
           << " vs " << t.ToString();
     }
-    PTOX_CHECK(t.shape()[axis].is_static(), c.span())
-        << "tensor.concat along a symbolic dim is not supported: " << t.ToString();
-    shape[axis].size += t.shape()[axis].size;
   }
-  return Type::Tensor(shape, a.dtype());
+  if (!ConcatNeedsType(args, attrs)) {
+    for (size_t i = 1; i < args.size(); ++i) shape[axis].size += args[i].type().shape()[axis].size;
+    Type sum = Type::Tensor(shape, a.dtype());
+    PTOX_CHECK(!declared || *declared == sum, c.span())
+        << "tensor.concat result is " << sum.ToString() << ", declared " << declared->ToString();
+    return sum;
+  }
+  // Along a symbolic axis the result names its size: a symbol (bound here, or checked against
+  // the size it has in scope) or a static size, checked when the program runs.
+  PTOX_CHECK(declared.has_value(), c.span())
+      << "tensor.concat along a symbolic dim needs its result type (': tensor<...>'), e.g. "
+      << "a new symbol for the sum of the sizes";
+  const Type to = c.Declared(declared);
+  shape[axis] = to.rank() == a.rank() ? to.shape()[axis] : Dim::Static(0);
+  PTOX_CHECK(to == Type::Tensor(shape, a.dtype()), c.span())
+      << "tensor.concat result " << to.ToString() << " must be " << a.ToString()
+      << " with another size along axis " << axis;
+  return to;
 }
 
 // Composite operands: x, then per-op extras that broadcast against x.
@@ -300,7 +331,7 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
     case OpFamily::kTensorSlice:
       PTOX_CHECK(!args.empty(), span) << "tensor.slice needs a tensor";
       return Slice(c, c.Tensor(0), args, c.Declared(declared));
-    case OpFamily::kTensorConcat: c.Arity(2, 64); return Concat(c, args, attrs);
+    case OpFamily::kTensorConcat: c.Arity(2, 64); return Concat(c, args, attrs, declared);
     case OpFamily::kTensorEmpty: {
       Type to = c.Declared(declared);
       PTOX_CHECK(IsFloat(to.dtype()), span) << "tensor.empty makes float tensors";

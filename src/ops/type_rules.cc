@@ -147,7 +147,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
   CheckOpAttrs(op, attrs, span);
   Checker c(op, args, span);
   const OpFamily family = FamilyOf(op);
-  if (declared && !HasExplicitType(family)) {
+  if (declared && !HasExplicitType(family) && op != OpCode::kTensorConcat) {
     PTOX_FAIL(span) << OpName(op) << " infers its result type; remove ': "
                     << declared->ToString() << "'";
   }

@@ -28,6 +28,12 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
 // Numpy broadcasting of two shapes (right-aligned; 1 stretches); nullopt when they clash.
 std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
                                                 const std::vector<Dim>& b);
+// Whether a tensor.concat with these operands names its result type (its axis is symbolic in an
+// operand, so the result's size along it is a new symbol or a checked static size).
+bool ConcatNeedsType(const std::vector<Operand>& args, const Attrs& attrs);
+// Whether `op`'s text form carries its result type (`: type`): the families whose type cannot be
+// inferred, and concats along a symbolic axis.
+bool DeclaresType(const OpStmt& op);
 // An axis attribute in [-rank, rank) as [0, rank); a user error otherwise.
 int NormalizeAxis(int64_t axis, int rank, std::string_view op, const Span& span);
 // The eps of tensor.rmsnorm / tensor.layernorm: the attribute, else 1e-6 / 1e-5 (docs/ops.md). One

@@ -50,6 +50,7 @@ void StoreAt(BlockWriter& w, const ir::Value& tile, const ir::Value& t,
 
 ir::Operand Add(BlockWriter& w, const ir::Operand& a, const ir::Operand& b) {
   if (b.is_int() && b.int_value() == 0) return a;
+  if (a.is_int() && a.int_value() == 0) return b;
   if (a.is_int() && b.is_int()) return ir::Operand::Int(a.int_value() + b.int_value());
   return w.Op(OpCode::kArithAdd, {a, b});
 }
@@ -212,8 +213,8 @@ void Transpose(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir:
   TransposeDims(w, ext, caps, x, d0, d1, dst);
 }
 
-// Reshape: the last dim kept (rows regrouped: each 1-row tile finds its source row by index
-// arithmetic), or the last dim split into / merged from the last two (tile.reshape).
+// Reshape: the last dim split into / merged from the last two (tile.reshape), or rows copied in
+// chunks whose sources are found by index arithmetic (any other reshape).
 void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
              const ir::Value& dst) {
   const ir::Value& x = op.args()[0].value();
@@ -243,36 +244,42 @@ void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::O
     });
     return;
   }
-  PTOX_CHECK(in.back() == out.back(), op.span())
-      << "tensor.reshape " << x->type.ToString() << " -> " << dst->type.ToString()
-      << " is not supported on compiled targets yet (supported: keeping the last dim, or "
-         "splitting / merging the last dim with static sizes)";
+  // Otherwise each output row is copied in chunks that also lie within one row of x: tiles of
+  // up to t.cols when the last dims are equal, else of the gcd of the two last sizes (1 when
+  // one is symbolic). Each chunk finds its source by index arithmetic on the flat offset.
+  const bool same_last = in.back() == out.back();
   Tiling t = CopyTiling(out, caps);
   t.rows = 1;
+  if (!same_last)
+    t.cols = in.back().is_static() && out.back().is_static()
+                 ? std::max<int64_t>(1, std::gcd(in.back().size, out.back().size))
+                 : 1;
   std::vector<NestDim> dims;
   for (int d = 0; d + 1 < ro; ++d) dims.push_back({ext.Of(w, out[d]), 1, false});
   dims.push_back({ext.Of(w, out.back()), t.cols, out.back().is_static() && out.back().size <= t.cols});
   std::vector<ir::Operand> in_ext;
-  for (int d = 0; d + 1 < ri; ++d) in_ext.push_back(ext.Of(w, in[d]));
-  std::vector<ir::Operand> out_ext;
-  for (int d = 0; d + 1 < ro; ++d) out_ext.push_back(dims[d].extent);
+  for (int d = 0; d < ri; ++d) in_ext.push_back(ext.Of(w, in[d]));
   Nest(w, dims, [&](const std::vector<ir::Operand>& off, BlockWriter& outer) {
-    // Row-major flat row index of the output row, then the input row it comes from.
+    // The row-major flat index of the output row (of the chunk's first element when the last
+    // dims differ), then the source position it comes from.
     ir::Operand flat = ir::Operand::Int(0);
     for (int d = 0; d + 1 < ro; ++d) {
-      if (d == 0) {
-        flat = off[0];
-        continue;
-      }
-      ir::Operand scaled = outer.Op(OpCode::kArithMul, {flat, out_ext[d]});
-      flat = outer.Op(OpCode::kArithAdd, {scaled, off[d]});
+      ir::Operand scaled = d == 0 ? ir::Operand::Int(0) : outer.Op(OpCode::kArithMul, {flat, dims[d].extent});
+      flat = Add(outer, scaled, off[d]);
     }
     std::vector<ir::Operand> src(ri);
-    src[ri - 1] = off[ro - 1];
-    for (int d = ri - 2; d >= 0; --d) {
+    if (same_last) {
+      src[ri - 1] = off[ro - 1];
+    } else {
+      flat = Add(outer, outer.Op(OpCode::kArithMul, {flat, dims[ro - 1].extent}), off[ro - 1]);
+      src[ri - 1] = outer.Op(OpCode::kArithRem, {flat, in_ext[ri - 1]});
+      flat = outer.Op(OpCode::kArithDiv, {flat, in_ext[ri - 1]});
+    }
+    for (int d = ri - 2; d >= 1; --d) {
       src[d] = outer.Op(OpCode::kArithRem, {flat, in_ext[d]});
       flat = outer.Op(OpCode::kArithDiv, {flat, in_ext[d]});
     }
+    if (ri >= 2) src[0] = flat;  // what is left is in range: the element counts are equal
     BlockWriter body(w.span());
     ir::Value tile = LoadAt(body, x, src, 1, t.cols);
     StoreAt(body, tile, dst, off);
@@ -306,15 +313,20 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
       }
       return Copy(w, ext, caps, dst->type.shape(), op.args()[0].value(), shift, dst, {});
     }
-    case ir::OpFamily::kTensorConcat: {
+    case ir::OpFamily::kTensorConcat: {  // each operand shifted along the axis by the ones before
       const int r = dst->type.rank();
       const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), r, "", op.span());
-      int64_t at = 0;
-      for (const ir::Operand& a : op.args()) {
+      std::vector<ir::Operand> at = {ir::Operand::Int(0)};
+      for (const ir::Operand& a : op.args())
+        at.push_back(Add(w, at.back(), ext.Of(w, a.type().shape()[axis])));
+      checks::SameSize(w, "tensor.concat", at.back(), ext.Of(w, dst->type.shape()[axis]),
+                       "the operands add up to {} along axis " + std::to_string(axis) +
+                           ", the result has {}");
+      for (size_t k = 0; k < op.args().size(); ++k) {
         std::vector<ir::Operand> shift(r, ir::Operand::Int(0));
-        shift[axis] = ir::Operand::Int(at);
+        shift[axis] = at[k];
+        const ir::Operand& a = op.args()[k];
         Copy(w, ext, caps, a.type().shape(), a.value(), {}, dst, shift);
-        at += a.type().shape()[axis].size;
       }
       return;
     }

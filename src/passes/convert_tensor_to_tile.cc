@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "ops/type_rules.h"
+#include "passes/checks.h"
 #include "passes/tensor_groups.h"
 
 namespace ptox::passes {
@@ -32,22 +33,6 @@ int64_t FloorPow2(int64_t x) {
   int64_t p = 1;
   while (p * 2 <= x) p *= 2;
   return p;
-}
-
-Extents::Extents(const ir::Func& func) {
-  for (const ir::Param& p : func.params)
-    for (int d = 0; d < p.value->type.rank(); ++d) {
-      const ir::Dim& dim = p.value->type.shape()[d];
-      if (!dim.is_static() && !symbols_.count(dim.sym)) symbols_[dim.sym] = {p.value, d};
-    }
-}
-
-ir::Operand Extents::Of(BlockWriter& w, const ir::Dim& d) {
-  if (d.is_static()) return ir::Operand::Int(d.size);
-  auto it = symbols_.find(d.sym);
-  PTOX_ICHECK(it != symbols_.end()) << "no parameter carries dimension symbol " << d.sym;
-  return w.Op(OpCode::kTensorDim, {it->second.first, ir::Operand::Int(it->second.second)}, {}, {},
-              d.sym);
 }
 
 void Nest(BlockWriter& w, const std::vector<NestDim>& dims, const NestBody& body) {
@@ -308,7 +293,16 @@ class Converter {
  public:
   Converter(const ir::Func& func, const Capabilities& caps) : ext_(func), caps_(caps) {}
 
+  // Lowers a block; symbols its tensor.empty ops bind end with it.
   ir::Block Block(const ir::Block& block) {
+    const size_t mark = ext_.Mark();
+    ir::Block out = Stmts(block);
+    ext_.EndScope(mark);
+    return out;
+  }
+
+ private:
+  ir::Block Stmts(const ir::Block& block) {
     BlockWriter w;
     for (const ir::StmtRef& s : block) {
       w.set_span(s->span());
@@ -327,8 +321,11 @@ class Converter {
           const auto& op = ir::As<ir::OpStmt>(*s);
           if (op.op() == OpCode::kTensorStore)
             convert::LowerCopy(w, ext_, caps_, op.args()[0].value(), op.args()[1].value());
+          else if (op.op() == OpCode::kTensorEmpty)
+            Empty(w, s);
           else
             w.Append(s);
+          if (op.op() == OpCode::kTensorDim) NoteDim(op);
           break;
         }
         case ir::StmtKind::kYield: w.Append(s); break;
@@ -337,7 +334,32 @@ class Converter {
     return w.Take();
   }
 
- private:
+  // Remembers which symbol a tensor.dim reads, so a tensor.empty sized by it needs no check.
+  void NoteDim(const ir::OpStmt& op) {
+    const ir::Dim& d = op.args()[0].type().shape()[op.args()[1].int_value()];
+    if (!d.is_static()) dim_of_[op.result().get()] = d.sym;
+  }
+
+  // tensor.empty binds the symbols of its type to its sizes, or checks each against the size
+  // its symbol has in scope (docs/ir.md) before it allocates.
+  void Empty(BlockWriter& w, const ir::StmtRef& s) {
+    const auto& op = ir::As<ir::OpStmt>(*s);
+    size_t next = 0;
+    for (const ir::Dim& d : op.result()->type.shape()) {
+      if (d.is_static()) continue;
+      const ir::Operand& size = op.args()[next++];
+      auto known = size.is_value() ? dim_of_.find(size.value().get()) : dim_of_.end();
+      if (known != dim_of_.end() && known->second == d.sym) continue;  // its own size
+      if (!ext_.Bound(d.sym)) {
+        ext_.Bind(d.sym, size);
+        continue;
+      }
+      checks::SameSize(w, "tensor.empty", size, ext_.Of(w, d),
+                       "size {} for symbol " + d.sym + ", which is {} here");
+    }
+    w.Append(s);
+  }
+
   // A scope of tensor compute ops (fuse-elementwise's groups), not a tile-level one.
   static bool IsTensorGroup(const ir::Block& body) {
     for (const auto& s : body) {
@@ -477,8 +499,9 @@ class Converter {
     });
   }
 
-  convert::Extents ext_;
+  Extents ext_;
   const Capabilities& caps_;
+  std::unordered_map<const ir::ValueNode*, std::string> dim_of_;  // tensor.dim -> its symbol
 };
 
 }  // namespace

@@ -8,21 +8,11 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/extents.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
 namespace ptox::passes::convert {
-
-// Index operands for the dims of tensors: immediates for static dims, tensor.dim of a parameter
-// carrying the symbol otherwise (emitted once per group, before its loops).
-class Extents {
- public:
-  explicit Extents(const ir::Func& func);
-  ir::Operand Of(BlockWriter& w, const ir::Dim& d);
-
- private:
-  std::map<std::string, std::pair<ir::Value, int>> symbols_;
-};
 
 // One tiled dim of a loop nest: its extent, the step (1, or a tile extent) and whether one tile
 // covers it statically (then there is no loop and its offset is 0).

@@ -17,7 +17,9 @@ ir::Value BlockWriter::Op(ir::OpCode op, std::vector<ir::Operand> args, ir::Attr
 void BlockWriter::OpInto(const ir::Value& result, ir::OpCode op, std::vector<ir::Operand> args,
                          ir::Attrs attrs) {
   std::optional<ir::Type> declared;
-  if (ir::HasExplicitType(ir::FamilyOf(op))) declared = result->type;
+  if (ir::HasExplicitType(ir::FamilyOf(op)) ||
+      (op == ir::OpCode::kTensorConcat && ir::ConcatNeedsType(args, attrs)))
+    declared = result->type;
   std::optional<ir::Type> t = ir::InferOpType(op, args, attrs, declared, span_);
   PTOX_ICHECK(t && *t == result->type)
       << ir::OpName(op) << " would not produce " << result->type.ToString();

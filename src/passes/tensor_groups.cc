@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "ops/type_rules.h"
+#include "passes/extents.h"
 #include "passes/rewrite.h"
 
 namespace ptox::passes {
@@ -110,15 +111,30 @@ void Reads(const ir::Stmt& s, std::vector<const ir::ValueNode*>& out) {
 
 class Grouper {
  public:
-  Grouper(const ir::Func& func, bool fuse) : func_(func), fuse_(fuse) {
-    for (const ir::Param& p : func.params) {
-      directions_[p.value.get()] = p.dir;
-      for (int d = 0; d < p.value->type.rank(); ++d) {
-        const ir::Dim& dim = p.value->type.shape()[d];
-        if (!dim.is_static() && !symbols_.count(dim.sym)) symbols_[dim.sym] = {p.value, d};
-      }
-    }
+  Grouper(const ir::Func& func, bool fuse) : func_(func), fuse_(fuse), ext_(func) {
+    for (const ir::Param& p : func.params) directions_[p.value.get()] = p.dir;
     CountUses(func.body);
+  }
+
+  Extents& extents() { return ext_; }
+
+  // Symbols that statement `s` binds (docs/ir.md): a tensor.empty's sizes, and a concat's
+  // result size along a symbolic axis (read from the result wherever it is used; its own buffer
+  // adds up the operands').
+  void BindSymbols(const ir::Stmt& s) {
+    if (s.kind() != ir::StmtKind::kOp) return;
+    const auto& op = ir::As<ir::OpStmt>(s);
+    const auto& shape = op.results().empty() ? std::vector<ir::Dim>{} : op.result()->type.shape();
+    if (op.op() == ir::OpCode::kTensorEmpty) {
+      size_t next = 0;
+      for (const ir::Dim& d : shape)
+        if (!d.is_static()) ext_.Bind(d.sym, op.args()[next++]);
+    }
+    if (op.op() == ir::OpCode::kTensorConcat && ir::ConcatNeedsType(op.args(), op.attrs())) {
+      const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1),
+                                         static_cast<int>(shape.size()), "", op.span());
+      if (!shape[axis].is_static()) ext_.BindDim(shape[axis].sym, op.result(), axis);
+    }
   }
 
   ir::Block Run(const ir::Block& block) {
@@ -232,23 +248,36 @@ class Grouper {
     return true;
   }
 
-  // An index operand for each symbolic dim of `t` (tensor.dim of a parameter carrying it).
-  std::vector<ir::Operand> Sizes(BlockWriter& w, const ir::Type& t) {
+  // An index operand for each symbolic dim of the value `v` computed by `op`: the sizes in
+  // scope, except a concat's own size along its axis, the sum of its operands'.
+  std::vector<ir::Operand> Sizes(BlockWriter& w, const ir::OpStmt& op) {
+    const std::vector<ir::Dim>& shape = op.result()->type.shape();
+    int axis = -1;
+    if (op.op() == ir::OpCode::kTensorConcat)
+      axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1),
+                               static_cast<int>(shape.size()), "", op.span());
     std::vector<ir::Operand> sizes;
-    for (const ir::Dim& d : t.shape()) {
-      if (d.is_static()) continue;
-      auto it = symbols_.find(d.sym);
-      PTOX_ICHECK(it != symbols_.end()) << "no parameter carries dimension symbol " << d.sym;
-      sizes.push_back(w.Op(ir::OpCode::kTensorDim,
-                           {it->second.first, ir::Operand::Int(it->second.second)}, {}, {},
-                           d.sym));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d].is_static()) continue;
+      if (static_cast<int>(d) != axis) {
+        sizes.push_back(ext_.Of(w, shape[d]));
+        continue;
+      }
+      ir::Operand sum = ir::Operand::Int(0);
+      for (const ir::Operand& a : op.args()) {
+        ir::Operand n = ext_.Of(w, a.type().shape()[d]);
+        sum = sum.is_int() && sum.int_value() == 0 ? n : w.Op(ir::OpCode::kArithAdd, {sum, n});
+      }
+      sizes.push_back(sum);
     }
     return sizes;
   }
 
-  // Where group g's value v goes: an `out` parameter its only use stores it into, or a buffer.
-  ir::Value Destination(BlockWriter& w, const ir::Value& v, const ir::Block& block,
+  // Where group g's value v (computed by `op`) goes: an `out` parameter its only use stores it
+  // into, or a buffer.
+  ir::Value Destination(BlockWriter& w, const ir::OpStmt& op, const ir::Block& block,
                         const std::vector<int>& member_of, int g, std::vector<bool>& dropped) {
+    const ir::Value& v = op.result();
     std::vector<size_t> users;
     for (size_t i = 0; i < block.size(); ++i) {
       if (member_of[i] == g) continue;
@@ -269,12 +298,17 @@ class Grouper {
       }
     }
     if (users.empty()) return nullptr;
-    return w.Op(ir::OpCode::kTensorEmpty, Sizes(w, v->type), {}, v->type, "buf");
+    // Sizes read from values already buffered read the buffers.
+    BlockWriter sizes(w.span());
+    std::vector<ir::Operand> n = Sizes(sizes, op);
+    for (const ir::StmtRef& s : sizes.Take()) w.Append(Substitute(s, subst_));
+    return w.Op(ir::OpCode::kTensorEmpty, n, {}, v->type, "buf");
   }
 
   ir::Block Emit(const ir::Block& block, const std::vector<int>& member_of) {
     std::vector<bool> dropped(block.size(), false);
-    Substitution subst;
+    Substitution& subst = subst_;
+    subst.clear();
     BlockWriter out;
     for (size_t i = 0; i < block.size(); ++i) {
       const int g = member_of[i];
@@ -287,8 +321,9 @@ class Grouper {
       BlockWriter body(block[i]->span());
       for (size_t m : groups_[g].members) body.Append(Substitute(block[m], subst));
       for (size_t m : groups_[g].members) {
-        const ir::Value& v = ir::As<ir::OpStmt>(*block[m]).result();
-        ir::Value dst = Destination(out, v, block, member_of, g, dropped);
+        const auto& op = ir::As<ir::OpStmt>(*block[m]);
+        const ir::Value& v = op.result();
+        ir::Value dst = Destination(out, op, block, member_of, g, dropped);
         if (!dst) continue;
         body.Op(ir::OpCode::kTensorStore, {v, dst});
         subst[v.get()] = dst;
@@ -301,7 +336,8 @@ class Grouper {
   const ir::Func& func_;
   bool fuse_;
   std::unordered_map<const ir::ValueNode*, ir::Direction> directions_;
-  std::map<std::string, std::pair<ir::Value, int>> symbols_;
+  Extents ext_;
+  Substitution subst_;  // the block being emitted: values of groups -> their destinations
   std::unordered_map<const ir::ValueNode*, int> uses_;
   std::vector<Group> groups_;
   std::unordered_map<const ir::ValueNode*, int> group_of_;
@@ -324,10 +360,18 @@ ir::StmtRef GroupNested(Grouper& grouper, const ir::StmtRef& s) {
   return s;  // incore scopes (tile level, or groups already formed) stay as they are
 }
 
+// Groups the blocks nested in `block`, then `block`; the symbols its statements bind are seen
+// by the statements after them and end with the block.
 ir::Block GroupBlock(Grouper& grouper, const ir::Block& block) {
+  const size_t mark = grouper.extents().Mark();
   ir::Block nested;
-  for (const auto& s : block) nested.push_back(GroupNested(grouper, s));
-  return grouper.Run(nested);
+  for (const auto& s : block) {
+    nested.push_back(GroupNested(grouper, s));
+    grouper.BindSymbols(*s);
+  }
+  ir::Block out = grouper.Run(nested);
+  grouper.extents().EndScope(mark);
+  return out;
 }
 
 }  // namespace

@@ -206,6 +206,7 @@ const char kEveryTensorOp[] =
     "  %r = tensor.reshape %b : tensor<128x32xbf16>\n"
     "  %sl = tensor.slice %x[0, 32] : tensor<{N}x16xf32>\n"
     "  %cat = tensor.concat %sl, %sl {axis = 1}\n"
+    "  %cat2 = tensor.concat %x, %x {axis = 0} : tensor<{S}x64xf32>\n"
     "  %n = tensor.dim %x, 0\n"
     "  %e = tensor.empty %n : tensor<{N}x64xf32>\n"
     "  %sm = tensor.softmax %x {axis = -1}\n"
