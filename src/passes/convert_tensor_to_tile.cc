@@ -281,7 +281,7 @@ struct GroupOps {
 GroupOps Split(const ir::Block& body) {
   GroupOps g;
   for (const auto& s : body) {
-    PTOX_CHECK(s->kind() == ir::StmtKind::kOp, s->span())
+    PTOX_SUPPORTED(s->kind() == ir::StmtKind::kOp, s->span())
         << "an incore scope of tensor ops holds only ops (write loops around it, or at tile level)";
     const auto& op = ir::As<ir::OpStmt>(*s);
     (op.op() == OpCode::kTensorStore ? g.stores : g.ops).push_back(&op);
@@ -438,7 +438,7 @@ class Converter {
     const std::vector<ir::Dim> domain = GroupDomain(g.ops);
     bool row = false;  // a row reduction needs whole rows in each tile
     for (const auto* op : g.ops) row |= ir::FamilyOf(op->op()) == OpFamily::kTensorReduce;
-    PTOX_CHECK(!row || domain.back().is_static(), w.span())
+    PTOX_SUPPORTED(!row || domain.back().is_static(), w.span())
         << "a row group needs a static last dim, got "
         << ir::Type::Tensor(domain, DType::kF32).ToString();
     const Tiling t = ElementwiseTiling(domain, g, row);

@@ -85,7 +85,7 @@ ir::Value Rotate(BlockWriter& w, const ir::Value& x, bool interleaved) {
   std::vector<ir::Dim> pairs = t.shape();
   pairs.back() = ir::Dim::Static(d / 2);
   pairs.push_back(ir::Dim::Static(2));
-  PTOX_CHECK(pairs.size() <= static_cast<size_t>(ir::kMaxTensorRank), w.span())
+  PTOX_SUPPORTED(pairs.size() <= static_cast<size_t>(ir::kMaxTensorRank), w.span())
       << "tensor.rope {interleaved = true} supports rank <= " << ir::kMaxTensorRank - 1;
   ir::Value p = w.Op(OpCode::kTensorReshape, {x}, {}, ir::Type::Tensor(pairs, t.dtype()), "pairs");
   ir::Value r = rotate(p, 1);

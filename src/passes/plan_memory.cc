@@ -63,7 +63,7 @@ class Planner {
     std::unordered_set<const ir::ValueNode*> in_place;
     if (caps_.matmul_operands_in_place) in_place = analysis::InPlaceMatmulOperands(scope.body());
     const analysis::TilePlan plan = analysis::PlanTiles(scope, &in_place);
-    PTOX_CHECK(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
+    PTOX_SUPPORTED(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
         << "incore scope needs " << plan.arena_bytes << " bytes of tiles (largest: "
         << LargestTiles(scope.body()) << "), over the target's on-chip budget of "
         << caps_.onchip_budget_bytes << " bytes; use smaller tiles";

@@ -19,10 +19,11 @@ int ExitCode(const Status& status) {
 
 namespace detail {
 
-std::string SpanPrefix(const Span& span) {
-  if (!span.known()) return "error: ";
+std::string SpanPrefix(const Span& span, const char* kind) {
+  if (!span.known()) return std::string(kind) + ": ";
   std::string file = span.file.empty() ? "<input>" : span.file;
-  return file + ":" + std::to_string(span.line) + ":" + std::to_string(span.col) + ": error: ";
+  return file + ":" + std::to_string(span.line) + ":" + std::to_string(span.col) + ": " + kind +
+         ": ";
 }
 
 std::string InternalPrefix(const char* file, int line) {

@@ -49,7 +49,8 @@ class ErrorBuilder {
 struct Thrower {
   [[noreturn]] void operator&(const ErrorBuilder& b) const { b.Throw(); }
 };
-std::string SpanPrefix(const Span& span);
+// "file:line:col: <kind>: " ("<kind>: " when the span is unknown).
+std::string SpanPrefix(const Span& span, const char* kind = "error");
 std::string InternalPrefix(const char* file, int line);
 }  // namespace detail
 
@@ -78,6 +79,15 @@ std::string InternalPrefix(const char* file, int line);
 #define PTOX_UNSUPPORTED()      \
   ::ptox::detail::Thrower() &   \
       ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kUnsupported, "unsupported: ")
+
+// A documented limitation at a source span: `PTOX_SUPPORTED(cond, span) << "message"` ->
+// "file:line:col: unsupported: message" (status kUnsupported, CLI exit 2).
+#define PTOX_SUPPORTED(cond, span)              \
+  if (cond) {                                   \
+  } else                                        \
+    ::ptox::detail::Thrower() &                 \
+        ::ptox::detail::ErrorBuilder(::ptox::StatusCode::kUnsupported, \
+                                     ::ptox::detail::SpanPrefix(span, "unsupported"))
 
 // A failure while running a program (interpreter or runtime): "runtime error: message".
 #define PTOX_RUNTIME_CHECK(cond) \

@@ -1,0 +1,53 @@
+// Documented limitations are "unsupported" (exit 2) with the op's position, not "invalid input"
+// (exit 1): the program is valid, this target cannot run it.
+#include <gtest/gtest.h>
+
+#include "tests/unit/cli/test_util.h"
+
+namespace ptox::cli {
+namespace {
+
+using testing::Ptox;
+using testing::TempDir;
+using testing::WriteFile;
+
+void ExpectUnsupported(const char* program, const std::vector<std::string>& flags,
+                       const std::string& needle) {
+  TempDir dir;
+  WriteFile(dir / "p.pto", program);
+  std::vector<std::string> args = {"run", dir / "p.pto"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  ProcessResult r = Ptox(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("p.pto:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unsupported: " + needle), std::string::npos) << r.err;
+}
+
+TEST(Limitations, OnChipBudgetIsUnsupported) {
+  ExpectUnsupported(R"(
+func @big(%a: in tensor<4096x4096xf32>, %c: out tensor<4096x4096xf32>) {
+  incore {
+    %t = tile.load %a[0, 0] : tile<4096x4096xf32>
+    tile.store %t, %c[0, 0]
+  }
+}
+)",
+                    {"--target=cpu", "--check"}, "incore scope needs");
+}
+
+TEST(Limitations, LoopsInTensorLevelScopesAreUnsupported) {
+  ExpectUnsupported(R"(
+func @f(%x: in tensor<8x8xf32>, %y: out tensor<8x8xf32>) {
+  incore {
+    for %i = 0 to 2 step 1 {
+      %e = tensor.exp %x
+      tensor.store %e, %y
+    }
+  }
+}
+)",
+                    {"--target=cpu"}, "an incore scope of tensor ops holds only ops");
+}
+
+}  // namespace
+}  // namespace ptox::cli
