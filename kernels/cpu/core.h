@@ -153,9 +153,9 @@ inline int64_t FloatToInt(float v) {
 }
 
 // Any scalar (C++ int64_t / double / float / bool) converted to dtype D's storage with the
-// interpreter's cast rules; integers that do not fit raise an error.
+// interpreter's cast rules; integers that do not fit raise an error naming `where` (the op).
 template <DT D, typename X>
-inline Storage<D> ScalarAs(Ctx& ctx, X x) {
+inline Storage<D> ScalarAs(Ctx& ctx, X x, const char* where) {
   if constexpr (IsFloatDT(D)) {
     return RoundTo<D>(static_cast<float>(x));
   } else if constexpr (D == DT::kBool) {
@@ -165,7 +165,8 @@ inline Storage<D> ScalarAs(Ctx& ctx, X x) {
   } else {
     int64_t i = static_cast<int64_t>(x);
     if (i < IntMin<D>() || i > IntMax<D>()) {
-      ctx.Error("value %lld does not fit in the operand type", static_cast<long long>(i));
+      ctx.Error("%s: value %lld does not fit in the operand type", where,
+                static_cast<long long>(i));
       return 0;
     }
     return static_cast<Storage<D>>(i);

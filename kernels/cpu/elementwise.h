@@ -28,9 +28,9 @@ inline S Elem(const B& b, int64_t k, S scalar) {
 }
 
 template <typename B, DT D>
-inline Storage<D> RhsScalar(Ctx& ctx, const B& b) {
+inline Storage<D> RhsScalar(Ctx& ctx, const B& b, const char* where) {
   if constexpr (IsTile<B>::value) return Storage<D>{};
-  else return ScalarAs<D>(ctx, b);
+  else return ScalarAs<D>(ctx, b, where);
 }
 
 template <int C>
@@ -40,7 +40,7 @@ inline bool InValid(int64_t k, int64_t vr, int64_t vc) {
 
 template <typename Fn, DT D, int R, int C, typename B>
 void Binary(Ctx& ctx, Tile<D, R, C>& o, const Tile<D, R, C>& a, const B& b, const char* where) {
-  const Storage<D> s = RhsScalar<B, D>(ctx, b);
+  const Storage<D> s = RhsScalar<B, D>(ctx, b, where);
   if (ctx.failed()) return;
   ClipValid(o, a, b);
   if constexpr (IsFloatDT(D)) {
@@ -82,8 +82,9 @@ void Unary(Ctx& ctx, Tile<D, R, C>& o, const Tile<D, R, C>& a, const char* where
 }
 
 template <typename Fn, DT D, int R, int C, typename B>
-void Compare(Ctx& ctx, Tile<DT::kBool, R, C>& o, const Tile<D, R, C>& a, const B& b) {
-  const Storage<D> s = RhsScalar<B, D>(ctx, b);
+void Compare(Ctx& ctx, Tile<DT::kBool, R, C>& o, const Tile<D, R, C>& a, const B& b,
+             const char* where) {
+  const Storage<D> s = RhsScalar<B, D>(ctx, b, where);
   if (ctx.failed()) return;
   ClipValid(o, a, b);
   for (int64_t k = 0; k < R * C; ++k) o.v[k] = Fn::C(a.v[k], Elem(b, k, s)) ? 1 : 0;
@@ -91,8 +92,8 @@ void Compare(Ctx& ctx, Tile<DT::kBool, R, C>& o, const Tile<D, R, C>& a, const B
 
 template <DT D, int R, int C, typename B>
 void Select(Ctx& ctx, Tile<D, R, C>& o, const Tile<DT::kBool, R, C>& cond, const Tile<D, R, C>& a,
-            const B& b) {
-  const Storage<D> s = RhsScalar<B, D>(ctx, b);
+            const B& b, const char* where) {
+  const Storage<D> s = RhsScalar<B, D>(ctx, b, where);
   if (ctx.failed()) return;
   ClipValid(o, a, b);
   o.vr = std::min(o.vr, cond.vr);

@@ -798,12 +798,12 @@ void MatmulAcc(Ctx& ctx, O& o, const O& c, const A& a, const B& b) {
 // ran no product.
 template <bool kTransB, typename O, typename A, typename B, typename X>
 void MatmulAccOnFull(Ctx& ctx, O& o, const A& a, const B& b, X value, int64_t& filled_rows,
-                     int64_t& filled_cols) {
+                     int64_t& filled_cols, const char* where) {
   if (filled_rows < 0) filled_rows = filled_cols = 0, o.vr = O::kRows, o.vc = O::kCols;
   const int64_t rows = std::max<int64_t>(filled_rows, std::min<int64_t>(a.vr, O::kRows));
   const int64_t cols =
       std::max<int64_t>(filled_cols, std::min<int64_t>(kTransB ? b.vr : b.vc, O::kCols));
-  const auto s = ScalarAs<O::kDType>(ctx, value);
+  const auto s = ScalarAs<O::kDType>(ctx, value, where);
   for (int64_t r = 0; r < rows; ++r)
     std::fill(o.v + r * O::kCols + (r < filled_rows ? filled_cols : 0), o.v + r * O::kCols + cols,
               s);

@@ -126,8 +126,8 @@ void Store(Ctx& ctx, const Tile<D, R, C>& in, const TensorArg& t,
 }
 
 template <DT D, int R, int C, typename X>
-void Full(Ctx& ctx, Tile<D, R, C>& out, X value) {
-  Storage<D> s = ScalarAs<D>(ctx, value);
+void Full(Ctx& ctx, Tile<D, R, C>& out, X value, const char* where) {
+  Storage<D> s = ScalarAs<D>(ctx, value, where);
   std::fill(out.v, out.v + R * C, s);
   out.vr = R;
   out.vc = C;

@@ -8,7 +8,7 @@ namespace ptox::cpu {
 
 template <typename Fn, DT D, typename A, typename B>
 ScalarC<D> Arith(Ctx& ctx, A a, B b, const char* where) {
-  const Storage<D> x = ScalarAs<D>(ctx, a), y = ScalarAs<D>(ctx, b);
+  const Storage<D> x = ScalarAs<D>(ctx, a, where), y = ScalarAs<D>(ctx, b, where);
   if (ctx.failed()) return {};
   if constexpr (IsFloatDT(D)) {
     return RoundTo<D>(Fn::F(x, y));
@@ -24,13 +24,13 @@ ScalarC<D> Arith(Ctx& ctx, A a, B b, const char* where) {
 }
 
 template <typename Fn, DT D, typename A, typename B>
-bool ArithCompare(Ctx& ctx, A a, B b) {
-  return Fn::C(ScalarAs<D>(ctx, a), ScalarAs<D>(ctx, b));
+bool ArithCompare(Ctx& ctx, A a, B b, const char* where) {
+  return Fn::C(ScalarAs<D>(ctx, a, where), ScalarAs<D>(ctx, b, where));
 }
 
 template <DT From, DT To, typename X>
 ScalarC<To> ScalarCast(Ctx& ctx, X x, const char* where) {
-  const Storage<From> from = ScalarAs<From>(ctx, x);
+  const Storage<From> from = ScalarAs<From>(ctx, x, where);
   Storage<To> out{};
   if (!CastValue<From, To>(from, &out)) {
     ctx.Error("%s: value %lld does not fit in the result type", where,

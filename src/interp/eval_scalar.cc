@@ -4,21 +4,13 @@
 
 #include "interp/eval.h"
 #include "interp/numeric.h"
+#include "ops/type_rules.h"
 
 namespace ptox::interp {
 namespace {
 
-// The dtype the operands of an arith binary / compare op are evaluated in (as in the type rule:
-// the first SSA operand's type; two immediates are index, or f32 if either is a float).
-DType OperandDType(const ir::OpStmt& op) {
-  const auto& args = op.args();
-  if (args[0].is_value()) return args[0].type().dtype();
-  if (args[1].is_value()) return args[1].type().dtype();
-  return args[0].is_float() || args[1].is_float() ? DType::kF32 : DType::kIndex;
-}
-
 RtValue EvalBinary(const ir::OpStmt& op, const Env& env, bool compare) {
-  const DType d = OperandDType(op);
+  const DType d = ir::ScalarOperandDType(op.args());
   const std::string where = OpWhere(op);
   Scalar a = env.GetScalar(op.args()[0], d, where);
   Scalar b = env.GetScalar(op.args()[1], d, where);

@@ -127,8 +127,9 @@ Dense Arg(const ir::OpStmt& op, const Env& env, size_t k, DType dtype) {
 }
 
 // The type rules let two tensors broadcast when their (right-aligned) dims are equal statically
-// or one is a static 1. Equal symbols must also be equal at run time (tensors made by
-// tensor.empty bind symbols themselves), so a symbolic 1 never stretches.
+// or one is a static 1, and a symbol has one size wherever it is visible (docs/ir.md; binders
+// check it), so equal symbols are equal here: a symbolic 1 never stretches. Checked as an
+// invariant, like the run-time shapes of matmul, reshape, store, concat and broadcasts below.
 void CheckSameSymbols(const ir::OpStmt& op, size_t ia, const Dense& a, size_t ib, const Dense& b) {
   if (!IsTensorOperand(op.args()[ia]) || !IsTensorOperand(op.args()[ib])) return;
   const std::vector<ir::Dim>& ta = op.args()[ia].type().shape();
@@ -137,7 +138,7 @@ void CheckSameSymbols(const ir::OpStmt& op, size_t ia, const Dense& a, size_t ib
   for (size_t k = 1; k <= std::min(ta.size(), tb.size()); ++k) {
     const size_t da = ta.size() - k, db = tb.size() - k;
     if (is_one(ta[da]) || is_one(tb[db])) continue;
-    PTOX_RUNTIME_CHECK(a.shape[da] == b.shape[db])
+    PTOX_ICHECK(a.shape[da] == b.shape[db])
         << OpWhere(op) << ": operands of shapes " << ShapeStr(a.shape) << " and "
         << ShapeStr(b.shape) << " differ in dims " << da << " and " << db << " ("
         << ir::Type::Tensor(ta, a.dtype).ToString() << " vs "
@@ -149,8 +150,8 @@ Dense Matmul(const ir::OpStmt& op, const Dense& a, const Dense& b, bool tb) {
   const int ra = a.rank(), rb = b.rank();
   const int64_t m = a.shape[ra - 2], k_len = a.shape[ra - 1];
   const int64_t kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
-  PTOX_RUNTIME_CHECK(k_len == kb && (rb == 2 || std::equal(a.shape.begin(), a.shape.end() - 2,
-                                                           b.shape.begin(), b.shape.end() - 2)))
+  PTOX_ICHECK(k_len == kb && (rb == 2 || std::equal(a.shape.begin(), a.shape.end() - 2,
+                                                    b.shape.begin(), b.shape.end() - 2)))
       << OpWhere(op) << ": shapes " << ShapeStr(a.shape) << " x " << ShapeStr(b.shape)
       << (tb ? " (B transposed)" : "") << " do not match at run time";
   std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
@@ -185,7 +186,7 @@ std::vector<int64_t> ReshapeTo(const ir::OpStmt& op, const Dense& a) {
     const ir::Dim& dim = from.shape()[d];
     if (dim.is_static()) continue;
     auto [it, fresh] = sizes.emplace(dim.sym, a.shape[d]);
-    PTOX_RUNTIME_CHECK(fresh || it->second == a.shape[d])
+    PTOX_ICHECK(fresh || it->second == a.shape[d])
         << OpWhere(op) << ": symbol " << dim.sym << " has sizes " << it->second << " and "
         << a.shape[d] << " in the operand of shape " << ShapeStr(a.shape);
   }
@@ -250,7 +251,7 @@ const Tensor* EvalEmpty(const ir::OpStmt& op, Env& env) {
 void EvalStore(const ir::OpStmt& op, const Env& env) {
   Dense v = Arg(op, env, 0, DType::kF32);
   const Tensor& dst = env.GetTensor(op.args()[1]);
-  PTOX_RUNTIME_CHECK(dst.shape == v.shape)
+  PTOX_ICHECK(dst.shape == v.shape)
       << OpWhere(op) << ": a value of shape " << ShapeStr(v.shape)
       << " does not fit the destination of shape " << ShapeStr(dst.shape);
   Write(v, dst);
@@ -352,7 +353,7 @@ Dense Binary(const ir::OpStmt& op, Fn fn, const Dense& a, const Dense& b) {
   for (int k = 0; k < r; ++k) {
     const int ka = k - (r - a.rank()), kb = k - (r - b.rank());
     const int64_t x = ka >= 0 ? a.shape[ka] : 1, y = kb >= 0 ? b.shape[kb] : 1;
-    PTOX_RUNTIME_CHECK(x == y || x == 1 || y == 1)
+    PTOX_ICHECK(x == y || x == 1 || y == 1)
         << OpWhere(op) << ": shapes " << ShapeStr(a.shape) << " and " << ShapeStr(b.shape)
         << " do not broadcast";
     shape[k] = x == 1 ? y : x;
@@ -433,7 +434,7 @@ Dense Concat(const ir::OpStmt& op, const std::vector<Dense>& parts, int axis) {
   for (const Dense& p : parts) {
     bool same = p.rank() == static_cast<int>(shape.size());
     for (int d = 0; same && d < p.rank(); ++d) same = d == axis || p.shape[d] == shape[d];
-    PTOX_RUNTIME_CHECK(same) << OpWhere(op) << ": operands of shapes " << ShapeStr(parts[0].shape)
+    PTOX_ICHECK(same) << OpWhere(op) << ": operands of shapes " << ShapeStr(parts[0].shape)
                              << " and " << ShapeStr(p.shape) << " differ outside axis " << axis;
     shape[axis] += p.shape[axis];
   }

@@ -115,7 +115,7 @@ Dense Rope(const Steps& st, const Dense& x, const Dense& cos, const Dense& sin) 
   Dense p = st.Mul(x, cos);
   Dense q = st.Mul(rot, sin);
   Dense y = st.Add(p, q);
-  PTOX_RUNTIME_CHECK(y.shape == x.shape)
+  PTOX_ICHECK(y.shape == x.shape)
       << OpWhere(st.op()) << ": cos / sin do not broadcast to the shape of x";
   return y;
 }

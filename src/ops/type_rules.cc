@@ -116,6 +116,14 @@ bool TransposeB(const Attrs& attrs) {
 
 }  // namespace
 
+DType ScalarOperandDType(const std::vector<Operand>& args) {
+  for (const Operand& a : args)
+    if (a.is_value()) return a.type().dtype();
+  for (const Operand& a : args)
+    if (a.is_float()) return DType::kF32;
+  return DType::kIndex;
+}
+
 void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
   OpFamily f = FamilyOf(op);
   for (const auto& [name, value] : attrs) {
@@ -315,9 +323,9 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kScalarCompare: {
       c.Arity(2);
       // The type comes from the first SSA operand; two immediates are index (or f32) scalars.
-      Type t = args[0].is_value() ? args[0].type() : args[1].type();
-      if (!args[0].is_value() && !args[1].is_value() && (args[0].is_float() || args[1].is_float()))
-        t = Type::Scalar(DType::kF32);
+      const Type t = args[0].is_value()   ? args[0].type()
+                     : args[1].is_value() ? args[1].type()
+                                          : Type::Scalar(ScalarOperandDType(args));
       PTOX_CHECK(t.is_scalar() && t.dtype() != DType::kBool, span)
           << OpName(op) << " needs numeric scalars, got " << t.ToString();
       c.Scalar(0, t.dtype());

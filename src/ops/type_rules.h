@@ -28,6 +28,9 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
 // Numpy broadcasting of two shapes (right-aligned; 1 stretches); nullopt when they clash.
 std::optional<std::vector<Dim>> BroadcastShapes(const std::vector<Dim>& a,
                                                 const std::vector<Dim>& b);
+// The dtype arith binary / compare ops evaluate their operands in: the first SSA operand's, or
+// for two immediates index (f32 if either is a float).
+DType ScalarOperandDType(const std::vector<Operand>& args);
 // Whether a tensor.concat with these operands names its result type (its axis is symbolic in an
 // operand, so the result's size along it is a new symbol or a checked static size).
 bool ConcatNeedsType(const std::vector<Operand>& args, const Attrs& attrs);

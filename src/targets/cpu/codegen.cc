@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kernels/cpu/abi.h"
+#include "ops/type_rules.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/emitter.h"
 
@@ -184,7 +185,22 @@ void Emitter::DeferFulls(const ir::Block& body) {
   }
 }
 
+namespace {
+
+// Tensors are values of the orchestration that the host allocates; carrying one through a loop
+// or out of an if (a descriptor that changes per iteration) is not implemented on this target.
+void CheckNoTensorResults(const std::vector<ir::Value>& results, const Span& span,
+                          std::string_view what) {
+  for (const ir::Value& r : results)
+    PTOX_SUPPORTED(!r->type.is_tensor(), span)
+        << "the CPU target does not carry tensors through " << what << " yet (%" << r->name
+        << ": " << r->type.ToString() << "); the interpreter runs it";
+}
+
+}  // namespace
+
 void Emitter::For(const ir::ForStmt& f, int depth) {
+  CheckNoTensorResults(f.results(), f.span(), "for loops");
   std::vector<std::string> vars;
   for (size_t i = 0; i < f.results().size(); ++i) {
     std::string v = Name(f.results()[i]);
@@ -198,8 +214,8 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
       DeclareTile(depth, f.results()[i], v);
       Line(depth, fmt::format("pc::Assign(ctx, {}, {});", v, Operand(f.inits()[i])));
     } else {
-      Line(depth, fmt::format("{} {} = pc::ScalarAs<{}>(ctx, {});", TypeName(t), v,
-                              DTypeEnum(t.dtype()), Operand(f.inits()[i])));
+      Line(depth, fmt::format("{} {} = pc::ScalarAs<{}>(ctx, {}, {});", TypeName(t), v,
+                              DTypeEnum(t.dtype()), Operand(f.inits()[i]), Where(f, "for")));
     }
     vars.push_back(v);
   }
@@ -232,12 +248,13 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
   for (size_t i = 0; i < f.inits().size(); ++i)  // a deferred tile.full that no product met
     if (f.inits()[i].is_value() && deferred_fulls_.count(f.inits()[i].value().get())) {
       const ir::OpStmt& full = *producer_.at(f.inits()[i].value().get());
-      Line(depth, fmt::format("if ({0}_rows < 0) pc::Full(ctx, {0}, {1});", vars[i],
-                              Operand(full.args()[0])));
+      Line(depth, fmt::format("if ({0}_rows < 0) pc::Full(ctx, {0}, {1}, {2});", vars[i],
+                              Operand(full.args()[0]), Where(full, "tile.full")));
     }
 }
 
 void Emitter::If(const ir::IfStmt& s, int depth) {
+  CheckNoTensorResults(s.results(), s.span(), "if results");
   std::vector<std::string> vars;
   for (const ir::Value& r : s.results()) {
     if (r->type.is_tile())
@@ -354,14 +371,14 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
                            Operand(a[1]), where);
         break;
       case ir::OpFamily::kScalarCompare: {
-        ir::Type t = a[0].is_value() ? a[0].type() : a[1].type();
-        expr = fmt::format("pc::ArithCompare<{}, {}>(ctx, {}, {})", functor,
-                           DTypeEnum(t.dtype()), Operand(a[0]), Operand(a[1]));
+        expr = fmt::format("pc::ArithCompare<{}, {}>(ctx, {}, {}, {})", functor,
+                           DTypeEnum(ir::ScalarOperandDType(a)), Operand(a[0]), Operand(a[1]),
+                           where);
         break;
       }
       case ir::OpFamily::kScalarSelect:
-        expr = fmt::format("({} ? pc::ScalarAs<{}>(ctx, {}) : pc::ScalarAs<{}>(ctx, {}))",
-                           Operand(a[0]), dt, Operand(a[1]), dt, Operand(a[2]));
+        expr = fmt::format("({0} ? pc::ScalarAs<{1}>(ctx, {2}, {4}) : pc::ScalarAs<{1}>(ctx, {3}, {4}))",
+                           Operand(a[0]), dt, Operand(a[1]), Operand(a[2]), where);
         break;
       case ir::OpFamily::kScalarCast:
         expr = fmt::format("pc::ScalarCast<{}, {}>(ctx, {}, {})", DTypeEnum(a[0].type().dtype()),
@@ -399,7 +416,9 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
                          Operands(a, 1, a.size()), DoubleLiteral(p), where);
       break;
     }
-    case ir::OpFamily::kFull: call = fmt::format("pc::Full(ctx, {}, {})", r, Operand(a[0])); break;
+    case ir::OpFamily::kFull:
+      call = fmt::format("pc::Full(ctx, {}, {}, {})", r, Operand(a[0]), where);
+      break;
     case ir::OpFamily::kBinary:
       call = fmt::format("pc::Binary<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
                          Operand(a[1]), where);
@@ -408,12 +427,12 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       call = fmt::format("pc::Unary<{}>(ctx, {}, {}, {})", functor, r, Operand(a[0]), where);
       break;
     case ir::OpFamily::kCompare:
-      call = fmt::format("pc::Compare<{}>(ctx, {}, {}, {})", functor, r, Operand(a[0]),
-                         Operand(a[1]));
+      call = fmt::format("pc::Compare<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
+                         Operand(a[1]), where);
       break;
     case ir::OpFamily::kSelect:
-      call = fmt::format("pc::Select(ctx, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
-                         Operand(a[2]));
+      call = fmt::format("pc::Select(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
+                         Operand(a[2]), where);
       break;
     case ir::OpFamily::kCast:
       call = fmt::format("pc::Cast(ctx, {}, {}, {})", r, Operand(a[0]), where);
@@ -456,9 +475,10 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       auto tb = op.attrs().find("transpose_b");
       bool trans = tb != op.attrs().end() && std::get<bool>(tb->second);
       if (auto full = acc_on_full_.find(res.get()); full != acc_on_full_.end()) {
-        call = fmt::format("pc::MatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols)",
-                           trans, r, Operand(a[1]), Operand(a[2]),
-                           Operand(full->second->args()[0]));
+        call = fmt::format(
+            "pc::MatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols, {5})", trans,
+            r, Operand(a[1]), Operand(a[2]), Operand(full->second->args()[0]),
+            Where(*full->second, "tile.full"));
         break;
       }
       call = family == ir::OpFamily::kMatmul

@@ -114,8 +114,8 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   auto fresh = [&](const char* p) { return fmt::format("{}{}_{}", p, id, counter++); };
 
   std::function<std::string(const ir::OpStmt&)> visit_op;
-  // The per-element expression name for operand `a` of an op computing in dtype `d`.
-  auto operand = [&](const ir::Operand& a, DType d) -> std::string {
+  // The per-element expression name for operand `a` of `op`, computing in dtype `d`.
+  auto operand = [&](const ir::Operand& a, DType d, const ir::OpStmt& op) -> std::string {
     if (a.is_value() && a.type().is_tile()) {
       const ir::Value& v = a.value();
       if (auto it = elem.find(v.get()); it != elem.end()) return it->second;
@@ -131,7 +131,8 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
       return e;
     }
     std::string s = fresh("s");  // a scalar broadcast to every element
-    pre.push_back(fmt::format("const auto {} = pc::ScalarAs<{}>(ctx, {});", s, DTypeEnum(d), Operand(a)));
+    pre.push_back(fmt::format("const auto {} = pc::ScalarAs<{}>(ctx, {}, {});", s, DTypeEnum(d),
+                              Operand(a), Where(op, ir::OpName(op.op()))));
     pre.push_back("if (ctx.failed()) return ctx.code();");
     return s;
   };
@@ -153,29 +154,29 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
         break;
       }
       case ir::OpFamily::kBinary: {
-        std::string x = operand(a[0], rt.dtype()), y = operand(a[1], rt.dtype());
+        std::string x = operand(a[0], rt.dtype(), op), y = operand(a[1], rt.dtype(), op);
         body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}));", e, d, fn, x, y));
         break;
       }
       case ir::OpFamily::kUnary:
         body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", e, d, fn,
-                                   operand(a[0], rt.dtype())));
+                                   operand(a[0], rt.dtype(), op)));
         break;
       case ir::OpFamily::kCompare: {
         DType in = a[0].type().dtype();
-        std::string x = operand(a[0], in), y = operand(a[1], in);
+        std::string x = operand(a[0], in, op), y = operand(a[1], in, op);
         body.push_back(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", e, fn, x, y));
         break;
       }
       case ir::OpFamily::kSelect: {
-        std::string c = operand(a[0], DType::kBool), x = operand(a[1], rt.dtype()),
-                    y = operand(a[2], rt.dtype());
+        std::string c = operand(a[0], DType::kBool, op), x = operand(a[1], rt.dtype(), op),
+                    y = operand(a[2], rt.dtype(), op);
         body.push_back(fmt::format("const auto {} = {} ? {} : {};", e, c, x, y));
         break;
       }
       case ir::OpFamily::kCast: {
         DType in = a[0].type().dtype();
-        std::string x = operand(a[0], in);
+        std::string x = operand(a[0], in, op);
         body.push_back(fmt::format("pc::Storage<{}> {};", d, e));
         body.push_back(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, x, e));
         break;
@@ -183,7 +184,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
       case ir::OpFamily::kRowExpand:
       case ir::OpFamily::kColExpand: {
         bool row = ir::FamilyOf(op.op()) == ir::OpFamily::kRowExpand;
-        std::string v = Name(a[1].value()), x = operand(a[0], rt.dtype());
+        std::string v = Name(a[1].value()), x = operand(a[0], rt.dtype(), op);
         pre.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
                           : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
         body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", e, d,
@@ -197,7 +198,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
 
   std::string result, store_w, dest;
   if (store) {
-    result = operand(root.args()[0], shape.dtype());
+    result = operand(root.args()[0], shape.dtype(), root);
     store_w = fresh("w");
     const auto& a = root.args();
     pre.push_back(fmt::format("pc::Window {};", store_w));
