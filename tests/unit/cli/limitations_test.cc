@@ -49,5 +49,18 @@ func @f(%x: in tensor<8x8xf32>, %y: out tensor<8x8xf32>) {
                     {"--target=cpu"}, "an incore scope of tensor ops holds only ops");
 }
 
+TEST(Limitations, TensorsCarriedByLoopsAreUnsupportedOnCpu) {
+  ExpectUnsupported(R"(
+func @f(%x: in tensor<4x8xf32>, %y: out tensor<4x8xf32>) {
+  %r = for %i = 0 to 3 step 1 iter(%a = %x) {
+    %b = tensor.exp %a
+    yield %b
+  }
+  tensor.store %r, %y
+}
+)",
+                    {"--target=cpu"}, "the CPU target does not carry tensors through for loops");
+}
+
 }  // namespace
 }  // namespace ptox::cli
