@@ -9,7 +9,9 @@
 //  - Error bounds are stated per function in ulps of the correctly rounded f32 result; they are
 //    measured against double-precision references in tests/unit/interp/scalar_test.cc.
 //  - Integer Div / Rem are floor division (Python semantics). Division by zero and overflow are
-//    the caller's to detect (the interpreter reports them as runtime errors).
+//    reported by the Checked* forms (every target raises them as runtime errors).
+//  - kernels/scalar_fns.def lists every elementwise function here; the interpreter and the tile
+//    libraries dispatch on that list, so a new function is one definition plus one row.
 #pragma once
 
 #if !defined(__CUDACC_RTC__)
@@ -216,6 +218,53 @@ PTOX_HD inline bool Gt(T a, T b) {
 template <typename T>
 PTOX_HD inline bool Ge(T a, T b) {
   return a >= b;
+}
+
+// ---- Checked integer arithmetic (int64) --------------------------------------------------------
+
+// The integer forms of the ops above with their errors made explicit: false on overflow of int64
+// or division by zero (the caller also checks the result against its dtype's range). Floor
+// division and remainder as Div / Rem.
+PTOX_HD inline bool CheckedAdd(int64_t a, int64_t b, int64_t* r) {
+  return !__builtin_add_overflow(a, b, r);
+}
+PTOX_HD inline bool CheckedSub(int64_t a, int64_t b, int64_t* r) {
+  return !__builtin_sub_overflow(a, b, r);
+}
+PTOX_HD inline bool CheckedMul(int64_t a, int64_t b, int64_t* r) {
+  return !__builtin_mul_overflow(a, b, r);
+}
+PTOX_HD inline bool CheckedDiv(int64_t a, int64_t b, int64_t* r) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) return false;
+  *r = Div<int64_t>(a, b);
+  return true;
+}
+PTOX_HD inline bool CheckedRem(int64_t a, int64_t b, int64_t* r) {
+  if (b == 0) return false;
+  *r = Rem<int64_t>(a, b);
+  return true;
+}
+PTOX_HD inline bool CheckedMax(int64_t a, int64_t b, int64_t* r) {
+  *r = Max<int64_t>(a, b);
+  return true;
+}
+PTOX_HD inline bool CheckedMin(int64_t a, int64_t b, int64_t* r) {
+  *r = Min<int64_t>(a, b);
+  return true;
+}
+PTOX_HD inline bool CheckedNeg(int64_t a, int64_t* r) {
+  if (a == INT64_MIN) return false;
+  *r = -a;
+  return true;
+}
+PTOX_HD inline bool CheckedAbs(int64_t a, int64_t* r) {
+  if (a == INT64_MIN) return false;
+  *r = Abs<int64_t>(a);
+  return true;
+}
+PTOX_HD inline bool CheckedRelu(int64_t a, int64_t* r) {
+  *r = Relu<int64_t>(a);
+  return true;
 }
 
 // ---- Roots and reciprocals ---------------------------------------------------------------------

@@ -24,9 +24,11 @@ Fn FnOf(ir::OpCode op) {
 
 std::string_view FnName(Fn fn) {
   static constexpr std::string_view kNames[] = {
-      "none", "add",  "sub", "mul",  "div",   "rem",   "max",  "min",     "neg",
-      "abs",  "exp",  "log", "sqrt", "rsqrt", "recip", "tanh", "sigmoid", "relu",
-      "silu", "gelu", "eq",  "ne",   "lt",    "le",    "gt",   "ge"};
+      "none",
+#define PTOX_SCALAR_FN(name, text) text,
+#include "kernels/scalar_fns.def"
+#undef PTOX_SCALAR_FN
+  };
   return kNames[static_cast<int>(fn)];
 }
 
@@ -63,40 +65,34 @@ std::string_view IntStatusName(IntStatus s) {
   return "?";
 }
 
+// Each dispatch below is a switch over the functions of the kinds it handles (scalar_fns.def).
+
 IntStatus IntBinary(Fn fn, DType d, int64_t a, int64_t b, int64_t* out) {
+  if ((fn == Fn::kDiv || fn == Fn::kRem) && b == 0) return IntStatus::kDivByZero;
   int64_t r = 0;
-  bool overflow = false;
+  bool ok = false;
   switch (fn) {
-    case Fn::kAdd: overflow = __builtin_add_overflow(a, b, &r); break;
-    case Fn::kSub: overflow = __builtin_sub_overflow(a, b, &r); break;
-    case Fn::kMul: overflow = __builtin_mul_overflow(a, b, &r); break;
-    case Fn::kDiv:
-    case Fn::kRem:
-      if (b == 0) return IntStatus::kDivByZero;
-      if (fn == Fn::kDiv && a == INT64_MIN && b == -1) return IntStatus::kOverflow;
-      r = fn == Fn::kDiv ? scalar::Div<int64_t>(a, b) : scalar::Rem<int64_t>(a, b);
-      break;
-    case Fn::kMax: r = scalar::Max<int64_t>(a, b); break;
-    case Fn::kMin: r = scalar::Min<int64_t>(a, b); break;
+#define PTOX_SCALAR_BINARY(name, text) \
+  case Fn::k##name: ok = scalar::Checked##name(a, b, &r); break;
+#define PTOX_SCALAR_INT_BINARY(name, text) PTOX_SCALAR_BINARY(name, text)
+#include "kernels/scalar_fns.def"
     default: PTOX_ICHECK(false) << "no integer op for " << FnName(fn);
   }
-  if (overflow || !InRange(d, r)) return IntStatus::kOverflow;
+  if (!ok || !InRange(d, r)) return IntStatus::kOverflow;
   *out = r;
   return IntStatus::kOk;
 }
 
 IntStatus IntUnary(Fn fn, DType d, int64_t a, int64_t* out) {
   int64_t r = 0;
+  bool ok = false;
   switch (fn) {
-    case Fn::kNeg:
-    case Fn::kAbs:
-      if (a == INT64_MIN) return IntStatus::kOverflow;
-      r = fn == Fn::kNeg ? -a : scalar::Abs<int64_t>(a);
-      break;
-    case Fn::kRelu: r = scalar::Relu<int64_t>(a); break;
+#define PTOX_SCALAR_INT_UNARY(name, text) \
+  case Fn::k##name: ok = scalar::Checked##name(a, &r); break;
+#include "kernels/scalar_fns.def"
     default: PTOX_ICHECK(false) << "no integer op for " << FnName(fn);
   }
-  if (!InRange(d, r)) return IntStatus::kOverflow;
+  if (!ok || !InRange(d, r)) return IntStatus::kOverflow;
   *out = r;
   return IntStatus::kOk;
 }
@@ -104,12 +100,9 @@ IntStatus IntUnary(Fn fn, DType d, int64_t a, int64_t* out) {
 template <typename T>
 static bool Compare(Fn fn, T a, T b) {
   switch (fn) {
-    case Fn::kEq: return scalar::Eq(a, b);
-    case Fn::kNe: return scalar::Ne(a, b);
-    case Fn::kLt: return scalar::Lt(a, b);
-    case Fn::kLe: return scalar::Le(a, b);
-    case Fn::kGt: return scalar::Gt(a, b);
-    case Fn::kGe: return scalar::Ge(a, b);
+#define PTOX_SCALAR_COMPARE(name, text) \
+  case Fn::k##name: return scalar::name(a, b);
+#include "kernels/scalar_fns.def"
     default: PTOX_ICHECK(false) << "no comparison " << FnName(fn);
   }
   return false;
@@ -120,12 +113,9 @@ bool FloatCompare(Fn fn, float a, float b) { return Compare<float>(fn, a, b); }
 
 float FloatBinary(Fn fn, float a, float b) {
   switch (fn) {
-    case Fn::kAdd: return scalar::Add(a, b);
-    case Fn::kSub: return scalar::Sub(a, b);
-    case Fn::kMul: return scalar::Mul(a, b);
-    case Fn::kDiv: return scalar::Div(a, b);
-    case Fn::kMax: return scalar::Max(a, b);
-    case Fn::kMin: return scalar::Min(a, b);
+#define PTOX_SCALAR_BINARY(name, text) \
+  case Fn::k##name: return scalar::name(a, b);
+#include "kernels/scalar_fns.def"
     default: PTOX_ICHECK(false) << "no float binary op " << FnName(fn);
   }
   return 0.0f;
@@ -133,18 +123,10 @@ float FloatBinary(Fn fn, float a, float b) {
 
 float FloatUnary(Fn fn, float a) {
   switch (fn) {
-    case Fn::kNeg: return scalar::Neg(a);
-    case Fn::kAbs: return scalar::Abs(a);
-    case Fn::kExp: return scalar::Exp(a);
-    case Fn::kLog: return scalar::Log(a);
-    case Fn::kSqrt: return scalar::Sqrt(a);
-    case Fn::kRsqrt: return scalar::Rsqrt(a);
-    case Fn::kRecip: return scalar::Recip(a);
-    case Fn::kTanh: return scalar::Tanh(a);
-    case Fn::kSigmoid: return scalar::Sigmoid(a);
-    case Fn::kRelu: return scalar::Relu(a);
-    case Fn::kSilu: return scalar::Silu(a);
-    case Fn::kGelu: return scalar::Gelu(a);
+#define PTOX_SCALAR_UNARY(name, text) \
+  case Fn::k##name: return scalar::name(a);
+#define PTOX_SCALAR_INT_UNARY(name, text) PTOX_SCALAR_UNARY(name, text)
+#include "kernels/scalar_fns.def"
     default: PTOX_ICHECK(false) << "no float unary op " << FnName(fn);
   }
   return 0.0f;

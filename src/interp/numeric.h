@@ -11,34 +11,12 @@
 
 namespace ptox::interp {
 
-// The ScalarFn column of ops.def.
+// The ScalarFn column of ops.def: kernels/scalar_fns.def, plus kNone.
 enum class Fn : uint8_t {
   kNone,
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kRem,
-  kMax,
-  kMin,
-  kNeg,
-  kAbs,
-  kExp,
-  kLog,
-  kSqrt,
-  kRsqrt,
-  kRecip,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kSilu,
-  kGelu,
-  kEq,
-  kNe,
-  kLt,
-  kLe,
-  kGt,
-  kGe,
+#define PTOX_SCALAR_FN(name, text) k##name,
+#include "kernels/scalar_fns.def"
+#undef PTOX_SCALAR_FN
 };
 Fn FnOf(ir::OpCode op);
 std::string_view FnName(Fn fn);

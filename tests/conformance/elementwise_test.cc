@@ -25,9 +25,11 @@ Output BinaryNamed(const std::string& name, const std::string& op, DType d, cons
 // immediate (-0, 0 as a divisor, NaN, -inf), every comparison and select.
 Spec FloatSpec(DType d) {
   std::vector<Output> outs;
-  for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "recip", "tanh", "sigmoid",
-                         "relu", "silu", "gelu"})
-    outs.push_back(Unary(op, d));
+  // Every tile op of the Unary family in ops.def (a new elementwise op needs no line here).
+#define PTOX_OP(e, name, family, fn) \
+  if (std::string_view(#family) == "Unary") outs.push_back(Unary(std::string(name).substr(5), d));
+#include "ops/ops.def"
+#undef PTOX_OP
   for (const char* op : {"add", "sub", "mul", "div", "max", "min"})
     outs.push_back(BinaryNamed(std::string(op) + "_tt", op, d, "x", "y"));
   outs.push_back(BinaryNamed("add_s", "add", d, "x", "s"));
