@@ -283,6 +283,15 @@ PTOX_HD inline float Recip(float x) { return 1.0f / x; }
 // Rsqrt(+Inf) = +0, Rsqrt(x < 0) = NaN.
 PTOX_HD inline float Rsqrt(float x) { return 1.0f / Sqrt(x); }
 
+// ---- Polynomials -------------------------------------------------------------------------------
+
+// c_n x^n + ... + c_0 by Horner's rule, coefficients highest first: Poly(x, c_n, ..., c_0).
+PTOX_HD inline float Poly(float, float c0) { return c0; }
+template <typename... C>
+PTOX_HD inline float Poly(float x, float cn, float next, C... rest) {
+  return Poly(x, cn * x + next, rest...);
+}
+
 // ---- Exponentials and logarithms ---------------------------------------------------------------
 
 // e^x. Range reduction x = n ln2 + r (|r| <= ln2/2, Cody-Waite two-part ln2), degree-7 polynomial
@@ -362,6 +371,31 @@ PTOX_HD inline float Tanh(float x) {
   float result = z < 0.625f ? small : big;
   result = z == 0.0f ? x : result;  // keeps the sign of zero
   return IsNaN(x) ? x + x : result;
+}
+
+// The error function erf(x) = 2/sqrt(pi) * integral_0^x e^(-t^2) dt, odd, on |x| in three pieces
+// fitted to erf in 40-digit arithmetic: |x| < 0.875: x + x P(x^2); |x| < 2: a polynomial in
+// |x| - 1.4375; |x| < 4: 1 - e^(-x^2) Q(1 / |x|) (erfc times e^(x^2) is smooth in 1 / x); +-1
+// beyond (erf(4) rounds to 1). Erf(+-0) = +-0, Erf(+-Inf) = +-1, Erf(NaN) = NaN.
+// Error: <= 1.35 ulp over every f32 (1.341 measured exhaustively against double erf).
+PTOX_HD inline float Erf(float x) {
+  const float a = Abs(x);
+  const float t = a * a;
+  const float small =
+      a + a * Poly(t, 8.671101386e-05f, -8.210109081e-04f, 5.206660833e-03f, -2.686155029e-02f,
+                   1.128373221e-01f, -3.761263490e-01f, 1.283791661e-01f);
+  const float middle =
+      Poly(a - 1.4375f, 4.305975745e-05f, -2.755123132e-04f, 1.074039683e-04f, 1.697288593e-03f,
+           -3.331547370e-03f, -3.317612689e-03f, 2.110778354e-02f, -2.246728539e-02f,
+           -3.878296167e-02f, 1.492242515e-01f, -2.054159045e-01f, 1.428980231e-01f,
+           9.579405785e-01f);
+  const float large =
+      1.0f - Exp(-t) * Poly(1.0f / a, 2.338464260e-01f, -6.825398803e-01f, 6.091445088e-01f,
+                            2.484406531e-01f, -9.624340534e-01f, 7.661396861e-01f,
+                            -7.329656929e-02f, -2.726839483e-01f, -6.308699958e-04f,
+                            5.641992092e-01f, 7.958749961e-07f);
+  const float r = a < 0.875f ? small : (a < 2.0f ? middle : (a < 4.0f ? large : 1.0f));
+  return IsNaN(x) ? x + x : BitsFloat(FloatBits(r) | (FloatBits(x) & 0x80000000u));
 }
 
 // Logistic sigmoid 1 / (1 + e^-x), evaluated as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0
