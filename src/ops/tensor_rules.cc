@@ -256,10 +256,14 @@ Type Composite(const TensorChecker& c, OpCode op, const Attrs& attrs) {
   };
   switch (op) {
     case OpCode::kTensorSoftmax:
-    case OpCode::kTensorLogSoftmax:
+    case OpCode::kTensorLogSoftmax: {
       c.Arity(1, 1);
-      NormalizeAxis(IntAttr(attrs, "axis", -1), x.rank(), c.name(), c.span());
+      // Defined by a reduce_max along the axis, which a static empty axis fails to verify.
+      const int axis = NormalizeAxis(IntAttr(attrs, "axis", -1), x.rank(), c.name(), c.span());
+      PTOX_CHECK(!(x.shape()[axis].is_static() && x.shape()[axis].size == 0), c.span())
+          << c.name() << " over an empty axis " << axis << " of " << x.ToString();
       break;
+    }
     case OpCode::kTensorRmsnorm:
       c.Arity(2, 2);
       same_last(1);

@@ -96,6 +96,7 @@ void Reduce(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Op
   std::vector<NestDim> dims = DomainNest(w, ext, shape, t, false);
   const ir::Operand axis_extent = dims[axis].extent;
   if (fn != "add") checks::NonEmptyAxis(w, ir::OpName(op.op()), fn, axis, ExtentsOf(dims));
+  if (!dst) return;
   dims[axis].whole = true;
   const bool rows = axis == r - 1, cols = r >= 2 && axis == r - 2;
   const std::string part_fn = fn == "add" ? "sum" : fn;
@@ -295,34 +296,45 @@ void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir:
 }
 
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
-                const ir::OpStmt& store) {
-  const ir::Value& dst = store.args()[1].value();
-  PTOX_ICHECK(store.args()[0].value() == op.result()) << "a standalone op stores its own result";
+                const ir::OpStmt* store) {
+  // Without a store the result is unused: only the op's run-time checks remain (a dead op still
+  // fails where the interpreter fails).
+  const ir::Value dst = store ? store->args()[1].value() : nullptr;
+  PTOX_ICHECK(!store || store->args()[0].value() == op.result())
+      << "a standalone op stores its own result";
+  const ir::Type& type = op.result()->type;
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorReduce: return Reduce(w, ext, caps, op, dst);
-    case ir::OpFamily::kTensorTranspose: return Transpose(w, ext, caps, op, dst);
-    case ir::OpFamily::kTensorReshape: return Reshape(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorTranspose:
+      if (dst) Transpose(w, ext, caps, op, dst);
+      return;
+    case ir::OpFamily::kTensorReshape:
+      if (dst) Reshape(w, ext, caps, op, dst);
+      return;
     case ir::OpFamily::kTensorSlice: {  // the domain is the slice; the source is shifted
       std::vector<ir::Operand> shift(op.args().begin() + 1, op.args().end());
       const ir::Value& x = op.args()[0].value();
       checks::Shape shape;
       for (const ir::Dim& d : x->type.shape()) shape.push_back(ext.Of(w, d));
       for (int d = 0; d < x->type.rank(); ++d) {
-        const ir::Dim& size = dst->type.shape()[d];
+        const ir::Dim& size = type.shape()[d];
         if (size != x->type.shape()[d]) checks::Window(w, "tensor.slice", d, shift[d], size.size, shape);
       }
-      return Copy(w, ext, caps, dst->type.shape(), op.args()[0].value(), shift, dst, {});
+      if (dst) Copy(w, ext, caps, type.shape(), x, shift, dst, {});
+      return;
     }
     case ir::OpFamily::kTensorConcat: {  // each operand shifted along the axis by the ones before
-      const int r = dst->type.rank();
+      const int r = type.rank();
       const int axis = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), r, "", op.span());
       std::vector<ir::Operand> at = {ir::Operand::Int(0)};
       for (const ir::Operand& a : op.args())
         at.push_back(Add(w, at.back(), ext.Of(w, a.type().shape()[axis])));
-      checks::SameSize(w, "tensor.concat", at.back(), ext.Of(w, dst->type.shape()[axis]),
-                       "the operands add up to {} along axis " + std::to_string(axis) +
-                           ", the result has {}");
-      for (size_t k = 0; k < op.args().size(); ++k) {
+      const ir::Dim& size = type.shape()[axis];
+      if (size.is_static() || ext.Bound(size.sym))
+        checks::SameSize(w, "tensor.concat", at.back(), ext.Of(w, size),
+                         "the operands add up to {} along axis " + std::to_string(axis) +
+                             ", the result has {}");
+      for (size_t k = 0; dst && k < op.args().size(); ++k) {
         std::vector<ir::Operand> shift(r, ir::Operand::Int(0));
         shift[axis] = at[k];
         const ir::Operand& a = op.args()[k];

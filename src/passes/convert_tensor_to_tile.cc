@@ -388,19 +388,22 @@ class Converter {
     if (g.ops.empty()) return;  // a group whose values nobody uses
     const ir::OpStmt& first = *g.ops[0];
     const OpFamily f = ir::FamilyOf(first.op());
-    if (f == OpFamily::kTensorMatmul) return Matmul(w, g);
-    const bool row_reduce = ReducesLastAxis(first) &&
-                            first.args()[0].type().shape().back().is_static();
-    if (f == OpFamily::kTensorReduce && !row_reduce) return Alone(w, g);
-    if (f == OpFamily::kTensorReshape || f == OpFamily::kTensorTranspose ||
+    if ((f == OpFamily::kTensorReduce && !ReducesWholeRows(first)) ||
+        f == OpFamily::kTensorReshape || f == OpFamily::kTensorTranspose ||
         f == OpFamily::kTensorSlice || f == OpFamily::kTensorConcat)
       return Alone(w, g);
+    // Every value of an elementwise, row or matmul group over a statically empty domain is empty
+    // (a row group's domain has a non-empty last dim): nothing to compute or store.
+    if (StaticallyEmpty(GroupDomain(g.ops))) return;
+    if (f == OpFamily::kTensorMatmul) return Matmul(w, g);
     Elementwise(w, g);
   }
 
   void Alone(BlockWriter& w, const GroupOps& g) {
-    PTOX_ICHECK(g.ops.size() == 1 && g.stores.size() == 1) << "a standalone op has one output";
-    convert::LowerAlone(w, ext_, caps_, *g.ops[0], *g.stores[0]);
+    PTOX_ICHECK(g.ops.size() == 1 && g.stores.size() <= 1) << "a standalone op has one output";
+    // An empty result needs only the op's run-time checks.
+    const bool store = !g.stores.empty() && !StaticallyEmpty(g.ops[0]->result()->type.shape());
+    convert::LowerAlone(w, ext_, caps_, *g.ops[0], store ? g.stores[0] : nullptr);
   }
 
   // Bytes of tiles a task should hold: half the L2 (what stays in cache), and never more than

@@ -46,9 +46,10 @@ Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& d
                 const std::vector<ir::Operand>& offsets, Tiling t);
 
 // Ops that run alone (convert_layout.cc): reductions not along a static last axis, reshape,
-// transpose, slice, concat. `store` is the group's one tensor.store of the op's result.
+// transpose, slice, concat. `store` is the group's one tensor.store of the op's result, or null
+// when the result is unused (then only the op's run-time checks are emitted).
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
-                const ir::OpStmt& store);
+                const ir::OpStmt* store);
 
 // A copy of a whole tensor into another of the same shape (a bare tensor.store).
 void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,

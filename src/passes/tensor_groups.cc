@@ -34,6 +34,18 @@ bool ReducesLastAxis(const ir::OpStmt& op) {
              in.rank() - 1;
 }
 
+bool ReducesWholeRows(const ir::OpStmt& op) {
+  if (!ReducesLastAxis(op)) return false;
+  const ir::Dim& last = op.args()[0].type().shape().back();
+  return last.is_static() && last.size > 0;
+}
+
+bool StaticallyEmpty(const std::vector<ir::Dim>& shape) {
+  for (const ir::Dim& d : shape)
+    if (d.is_static() && d.size == 0) return true;
+  return false;
+}
+
 const std::vector<ir::Dim>& OpDomain(const ir::OpStmt& op) {
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce) return op.args()[0].type().shape();
   return op.result()->type.shape();
@@ -137,10 +149,28 @@ class Grouper {
     }
   }
 
+  // Groups the block's tensor ops and emits it. Placement is greedy; it is redone (with the ops
+  // found wanting their own domain) until no group computes a value it must also store at a
+  // broadcast shape (see BroadcastOutputs).
   ir::Block Run(const ir::Block& block) {
+    own_domain_.clear();
+    for (;;) {
+      std::vector<int> member_of = Place(block);
+      const std::vector<size_t> bad = BroadcastOutputs(block, member_of);
+      if (bad.empty()) return Emit(block, member_of);
+      const size_t before = own_domain_.size();
+      own_domain_.insert(bad.begin(), bad.end());
+      PTOX_ICHECK(own_domain_.size() > before) << "group placement does not converge";
+    }
+  }
+
+ private:
+  // Every groupable op's group, by statement index (-1: not a tensor op).
+  std::vector<int> Place(const ir::Block& block) {
     groups_.clear();
     group_of_.clear();
     def_index_.clear();
+    flat_.clear();
     const size_t n = block.size();
     std::vector<int> member_of(n, -1);
     size_t last_write = 0;  // 1 + index of the last memory-writing statement
@@ -148,7 +178,7 @@ class Grouper {
       const ir::Stmt& s = *block[i];
       if (IsGroupable(s)) {
         const auto& op = ir::As<ir::OpStmt>(s);
-        int g = Place(op, i, last_write);
+        int g = PlaceOp(op, i, last_write);
         member_of[i] = g;
         if (op.op() != ir::OpCode::kTensorMatmul &&
             ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce &&
@@ -160,10 +190,36 @@ class Grouper {
       }
       Define(s, i);
     }
-    return Emit(block, member_of);
+    return member_of;
   }
 
- private:
+  // Elementwise members whose result is smaller than their group's domain (a per-row or
+  // per-feature value broadcast into it) and is used outside the group: the group computes them
+  // per tile, so it would store them once per tile of the broadcast dims, at those tiles'
+  // offsets, and never when such a dim is empty. They must be computed in a group of their own
+  // shape. (A row reduction's result is a row of its domain: stored once per row tile.)
+  std::vector<size_t> BroadcastOutputs(const ir::Block& block, const std::vector<int>& member_of) {
+    std::vector<size_t> bad;
+    for (const Group& g : groups_) {
+      for (size_t m : g.members) {
+        const auto& op = ir::As<ir::OpStmt>(*block[m]);
+        if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReduce ||
+            op.result()->type.shape() == g.domain)
+          continue;
+        for (size_t i = 0; i < block.size(); ++i) {
+          if (member_of[i] >= 0 && &groups_[member_of[i]] == &g) continue;
+          std::vector<const ir::ValueNode*> reads;
+          Reads(*block[i], reads);
+          if (std::count(reads.begin(), reads.end(), op.result().get())) {
+            bad.push_back(m);
+            break;
+          }
+        }
+      }
+    }
+    return bad;
+  }
+
   void Define(const ir::Stmt& s, size_t i) {
     if (s.kind() == ir::StmtKind::kOp)
       for (const auto& r : ir::As<ir::OpStmt>(s).results()) def_index_[r.get()] = i;
@@ -182,13 +238,18 @@ class Grouper {
   }
 
   // The group op `x` at statement `i` joins, or a new one; returns its index.
-  int Place(const ir::OpStmt& x, size_t i, size_t last_write) {
+  int PlaceOp(const ir::OpStmt& x, size_t i, size_t last_write) {
     if (fuse_) {
       for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g) {
         // An op on values outside every group may join the latest group (a bias, a gate).
         const bool related = Operand(x, g) || (g + 1 == static_cast<int>(groups_.size()) &&
                                                !Operand(x, -1));
-        if (related && groups_[g].first >= last_write && CanJoin(x, groups_[g], g)) {
+        // Ops that must keep their own shape neither join a larger domain nor see theirs grow.
+        const auto joined = ir::BroadcastShapes(groups_[g].domain, OpDomain(x));
+        bool shape_ok = !own_domain_.count(i) || joined == x.result()->type.shape();
+        for (size_t m : groups_[g].members)
+          shape_ok = shape_ok && (!own_domain_.count(m) || joined == groups_[g].domain);
+        if (related && shape_ok && groups_[g].first >= last_write && CanJoin(x, groups_[g], g)) {
           groups_[g].members.push_back(i);
           groups_[g].domain = *ir::BroadcastShapes(groups_[g].domain, OpDomain(x));
           if (ir::FamilyOf(x.op()) == ir::OpFamily::kTensorReduce) groups_[g].kind = GroupKind::kRow;
@@ -200,7 +261,7 @@ class Grouper {
     const ir::OpFamily f = ir::FamilyOf(x.op());
     if (IsElementwise(f)) g.kind = GroupKind::kElementwise;
     if (f == ir::OpFamily::kTensorMatmul) g.kind = GroupKind::kMatmul;
-    if (ReducesLastAxis(x) && x.args()[0].type().shape().back().is_static()) g.kind = GroupKind::kRow;
+    if (ReducesWholeRows(x)) g.kind = GroupKind::kRow;
     groups_.push_back(std::move(g));
     return static_cast<int>(groups_.size()) - 1;
   }
@@ -226,10 +287,8 @@ class Grouper {
       const bool stretch = g.kind == GroupKind::kElementwise &&
                            ir::BroadcastShapes(g.domain, shape) == shape;
       if (ir::BroadcastShapes(shape, g.domain) != g.domain && !stretch) return false;
-    } else if (ReducesLastAxis(x)) {
-      if (g.kind == GroupKind::kMatmul || !g.domain.back().is_static() ||
-          x.args()[0].type().shape() != g.domain)
-        return false;
+    } else if (ReducesWholeRows(x)) {
+      if (g.kind == GroupKind::kMatmul || x.args()[0].type().shape() != g.domain) return false;
     } else {
       return false;
     }
@@ -342,6 +401,7 @@ class Grouper {
   std::vector<Group> groups_;
   std::unordered_map<const ir::ValueNode*, int> group_of_;
   std::unordered_set<const ir::ValueNode*> flat_;  // non-keepdims reduction results
+  std::unordered_set<size_t> own_domain_;  // ops that join only groups of their own shape
   std::unordered_map<const ir::ValueNode*, size_t> def_index_;
 };
 

@@ -22,5 +22,10 @@ const std::vector<ir::Dim>& OpDomain(const ir::OpStmt& op);
 std::vector<ir::Dim> GroupDomain(const std::vector<const ir::OpStmt*>& ops);
 // Whether a reduction runs along its operand's last axis.
 bool ReducesLastAxis(const ir::OpStmt& op);
+// Whether a reduction runs along a static, non-empty last axis, so that tiles of whole rows can
+// compute it (a row group); other reductions run alone.
+bool ReducesWholeRows(const ir::OpStmt& op);
+// Whether a shape has a static dim of size 0 (a tensor of it has no element).
+bool StaticallyEmpty(const std::vector<ir::Dim>& shape);
 
 }  // namespace ptox::passes

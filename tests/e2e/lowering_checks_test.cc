@@ -246,3 +246,80 @@ TEST(Reshapes, AnyShapeMatchesTheInterpreter) {
 
 }  // namespace
 }  // namespace ptox::testing
+
+namespace ptox::testing {
+namespace {
+
+// Found by the program fuzzer. A value smaller than its fusion group's domain (broadcast into
+// it) and stored: it was stored once per tile of the broadcast dim, at those tiles' offsets (an
+// out-of-bounds store for N = 2) and never for N = 0 (the output left unwritten).
+TEST(FusedBroadcastOutputs, AreStoredOnceAtTheirShape) {
+  Program prog = Parse(R"(
+func @f(%x0: in tensor<{N}x1x1xf32>, %x2: in tensor<1x1xf32>, %out6: out tensor<1x1xf32>,
+        %out8: out tensor<{N}x1x1xf32>) {
+  %v3 = tensor.max %x0, %x2
+  %v5 = tensor.mul %x2, 3.0
+  tensor.store %v5, %out6
+  tensor.store %v3, %out8
+}
+)");
+  for (int64_t n : {0, 1, 2, 5}) CheckAllTargets(prog, {{"N", n}}, "N=" + std::to_string(n));
+  Program feature = Parse(R"(
+func @f(%x: in tensor<{N}x300xf32>, %b: in tensor<300xf32>, %y: out tensor<{N}x300xf32>,
+        %b2: out tensor<300xf32>) {
+  %c = tensor.mul %b, 2.0
+  %s = tensor.add %x, %c
+  tensor.store %s, %y
+  tensor.store %c, %b2
+}
+)");
+  for (int64_t n : {0, 3}) CheckAllTargets(feature, {{"N", n}}, "per-feature N=" + std::to_string(n));
+}
+
+// A tensor op whose result nothing uses was an internal error ('a standalone op has one
+// output'); it still fails where the interpreter fails.
+TEST(DeadTensorOps, CompileAndKeepTheirChecks) {
+  Program dead = Parse(R"(
+func @f(%x: in tensor<{N}x4x8xf32>, %o: in index, %y: out tensor<{N}x4x8xf32>) {
+  %t = tensor.transpose %x {dim0 = 0, dim1 = 1}
+  %s = tensor.slice %x[0, %o, 0] : tensor<{N}x2x8xf32>
+  %e = tensor.exp %x
+  tensor.store %e, %y
+}
+)");
+  CheckAllTargets(dead, {{"N", 3}}, "dead ops", {{"o", int64_t{2}}});
+  ExpectRuntimeErrorEverywhere(dead, {{"N", 3}}, {"tensor.slice", "out of bounds"},
+                               {{"o", int64_t{3}}});
+}
+
+// Statically empty dims: layernorm of 1x0 divided by zero in the compiler (SIGFPE), rmsnorm of
+// a 0-vector made 1x0 tiles ('tile extents must be positive').
+TEST(StaticEmptyDims, CompileToNothingOrZeros) {
+  Program ln = Parse(R"(
+func @f(%x: in tensor<1x0xf32>, %w: in tensor<0xf32>, %b: in tensor<0xf32>, %y: out tensor<1x0xf32>) {
+  %r = tensor.layernorm %x, %w, %b {eps = 0.001}
+  tensor.store %r, %y
+}
+)");
+  CheckAllTargets(ln, {}, "layernorm 1x0");
+  Program sums = Parse(R"(
+func @f(%x: in tensor<{N}x0xbf16>, %y: out tensor<{N}x1xbf16>, %z: out tensor<{N}x0xbf16>) {
+  %s = tensor.sum %x {axis = -1, keepdims = true}
+  %t = tensor.add %s, 1.0
+  %u = tensor.mul %x, %t
+  tensor.store %t, %y
+  tensor.store %u, %z
+}
+)");
+  CheckAllTargets(sums, {{"N", 5}}, "sums over a static empty axis");
+  auto softmax = Program::Parse(R"(
+func @f(%x: in tensor<1x0xf32>, %y: out tensor<1x0xf32>) {
+  %r = tensor.softmax %x
+  tensor.store %r, %y
+}
+)");
+  EXPECT_EQ(softmax.status().code(), StatusCode::kInvalid);  // like reduce_max, which defines it
+}
+
+}  // namespace
+}  // namespace ptox::testing
