@@ -165,6 +165,9 @@ Result<int64_t> ClearCache();
 // agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound).
 // Tensor-level sums (tensor.sum, matmul, softmax, norms) are lowered to tiles of any shape and
 // may feed each other, so their term counts add up; bounds over symbolic dims need `args`.
+// The bound assumes what follows a reordered sum is well conditioned: an op that amplifies
+// differences (rsqrt or a division near a cancellation, exp of a large sum) can take a conforming
+// target past it, so a --check failure after such an op needs a look at the op-level bounds.
 Result<double> ReorderBound(const Program& program, std::string_view function = {},
                             const std::vector<Arg>& args = {});
 
