@@ -37,7 +37,8 @@ template <> struct MemoryOf<DT::kF16> { using type = uint16_t; };
 template <DT D> using Memory = typename MemoryOf<D>::type;
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// A double of these bits (NaN immediates keep their sign and payload).
+constexpr double DoubleFromBits(uint64_t u) { return __builtin_bit_cast(double, u); }
 
 template <DT D> constexpr int64_t IntMin() {
   if constexpr (D == DT::kBool) return 0;
@@ -152,12 +153,23 @@ inline int64_t FloatToInt(float v) {
   return i < IntMin<To>() ? IntMin<To>() : (i > IntMax<To>() ? IntMax<To>() : i);
 }
 
+// `v`, unknown to the optimizer. Scalars that reach tiles go through it so that the host
+// compiler never folds arithmetic on constants: its folding (under -fno-trapping-math) makes
+// +NaN of an invalid operation (inf - inf) where the hardware, and so the interpreter, makes
+// x86's default -NaN.
+template <typename T>
+inline T Opaque(T v) {
+  asm volatile("" : "+m"(v));
+  return v;
+}
+
 // Any scalar (C++ int64_t / double / float / bool) converted to dtype D's storage with the
 // interpreter's cast rules; integers that do not fit raise an error naming `where` (the op).
+// Float results are opaque to the optimizer (see Opaque).
 template <DT D, typename X>
 inline Storage<D> ScalarAs(Ctx& ctx, X x, const char* where) {
   if constexpr (IsFloatDT(D)) {
-    return RoundTo<D>(static_cast<float>(x));
+    return Opaque(RoundTo<D>(static_cast<float>(x)));
   } else if constexpr (D == DT::kBool) {
     return x != X(0) ? 1 : 0;
   } else if constexpr (std::is_floating_point_v<X>) {

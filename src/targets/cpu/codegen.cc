@@ -8,6 +8,7 @@
 // function implements one interpreter op, and elementwise math comes from kernels/scalar.h.
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
 
 #include "kernels/cpu/abi.h"
@@ -47,7 +48,7 @@ std::string TypeName(const ir::Type& t) {
 
 // A double literal that reads back exactly (hex float), including inf / nan.
 std::string DoubleLiteral(double v) {
-  if (std::isnan(v)) return "pc::kNaN";
+  if (std::isnan(v)) return fmt::format("pc::DoubleFromBits(0x{:016x}ull)", std::bit_cast<uint64_t>(v));
   if (std::isinf(v)) return v < 0 ? "(-pc::kInf)" : "pc::kInf";
   return fmt::format("{:a}", v);
 }

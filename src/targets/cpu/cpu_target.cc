@@ -165,8 +165,10 @@ bool CpuTarget::Available(std::string* why) const {
 
 std::vector<std::string> CpuTarget::Flags() const {
   // No contraction (FMA) and no reassociation: elementwise results must equal the interpreter's.
-  // -fno-math-errno / -fno-trapping-math change no result; they let the compiler if-convert
-  // the selects in kernels/scalar.h, without which AVX2 loops over Exp stay scalar.
+  // -fno-math-errno / -fno-trapping-math let the compiler if-convert the selects in
+  // kernels/scalar.h, without which AVX2 loops over Exp stay scalar. They would also let it fold
+  // invalid operations on constants to +NaN (the hardware makes -NaN): scalars reach tiles
+  // through pc::Opaque, so nothing is folded (tests/conformance/constants_test.cc).
   std::vector<std::string> flags = {"-std=c++20", "-O3", "-fPIC", "-shared", "-ffp-contract=off",
                                     "-fno-math-errno", "-fno-trapping-math", "-fno-exceptions",
                                     "-fno-rtti", "-fvisibility=hidden", "-DNDEBUG",
