@@ -1,0 +1,223 @@
+// Test-case reduction (shrink.h): delta debugging over the program model's ops, stores and loops,
+// then over dim sizes, scalars and input kinds; every candidate is re-checked in a child.
+#include "shrink.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace ptox::fuzz {
+namespace {
+
+using Path = std::vector<size_t>;  // indices into nested statement bodies
+
+std::vector<Stmt>& BlockOf(Program& p, const Path& path) {
+  std::vector<Stmt>* block = &p.body;
+  for (size_t k = 0; k + 1 < path.size(); ++k) block = &(*block)[path[k]].body;
+  return *block;
+}
+
+// Paths of the statements `want` accepts, in program order.
+template <typename F>
+void Collect(const std::vector<Stmt>& block, Path& at, F&& want, std::vector<Path>& out) {
+  for (size_t i = 0; i < block.size(); ++i) {
+    at.push_back(i);
+    if (want(block[i])) out.push_back(at);
+    Collect(block[i].body, at, want, out);
+    at.pop_back();
+  }
+}
+template <typename F>
+std::vector<Path> PathsOf(const Program& p, F&& want) {
+  std::vector<Path> out;
+  Path at;
+  Collect(p.body, at, want, out);
+  return out;
+}
+
+bool IsLeaf(const Stmt& s) {
+  return s.text.starts_with("tile.full") || s.text.starts_with("arith.add 0, 0") ||
+         s.text.starts_with("tensor.empty");
+}
+
+// Replaces the op at `path` by something of its type that depends on nothing: a tensor becomes
+// an input parameter, a tile a constant, an index scalar 0.
+bool ReplaceWithLeaf(Program& p, const Path& path) {
+  std::vector<Stmt>& block = BlockOf(p, path);
+  Stmt& s = block[path.back()];
+  if (s.result < 0 || IsLeaf(s)) return false;
+  const int v = s.result;
+  const Type t = p.values[v].type;
+  if (t.kind == Kind::kTensor) {
+    block.erase(block.begin() + static_cast<std::ptrdiff_t>(path.back()));
+    p.params.push_back({v, ParamDirection::kIn, ""});
+    return true;
+  }
+  if (t.kind == Kind::kScalar) {
+    if (t.dtype != DType::kIndex) return false;
+    s = MakeOp("arith.add 0, 0", {}, {}, v);
+    return true;
+  }
+  if (t.dtype != DType::kBool) {
+    s = MakeOp(IsFloat(t.dtype) ? "tile.full 1.0 : #0" : "tile.full 1 : #0", {}, {t}, v);
+    return true;
+  }
+  Type ints = t;
+  ints.dtype = DType::kI8;
+  const int one = p.AddValue(ints, "t");
+  s = MakeOp("tile.ne @0, 0", {one}, {}, v);
+  block.insert(block.begin() + static_cast<std::ptrdiff_t>(path.back()),
+               MakeOp("tile.full 1 : #0", {}, {ints}, one));
+  return true;
+}
+
+// Removes the loop at `path`: its results become its inits, or (no results) its body runs once
+// in its place with the induction variable 0.
+void RemoveLoop(Program& p, const Path& path) {
+  std::vector<Stmt>& block = BlockOf(p, path);
+  Stmt loop = std::move(block[path.back()]);
+  block.erase(block.begin() + static_cast<std::ptrdiff_t>(path.back()));
+  if (!loop.results.empty()) {
+    for (size_t k = 0; k < loop.results.size(); ++k) Substitute(p, loop.results[k], loop.inits[k]);
+    return;
+  }
+  block.insert(block.begin() + static_cast<std::ptrdiff_t>(path.back()), loop.body.begin(),
+               loop.body.end());
+  Substitute(p, loop.iv, p.AddLiteral("0"));
+}
+
+bool SameCase(const Case& a, const Case& b) {
+  return a.text == b.text && a.dims == b.dims && a.scalars == b.scalars && a.inputs == b.inputs &&
+         a.seed == b.seed;
+}
+
+class Shrinker {
+ public:
+  Shrinker(Finding& f, const ShrinkLimits& limits) : f_(f), limits_(limits) {}
+
+  int Run() {
+    Try(f_.program, Inputs::kCli, f_.c.seed);
+    bool progress = true;
+    for (int round = 0; progress && round < 6 && Budget(); ++round) {
+      progress = false;
+      progress |= Chunks([](const Stmt& s) { return s.effect; }, [](Program& p, const Path& at) {
+        BlockOf(p, at).erase(BlockOf(p, at).begin() + static_cast<std::ptrdiff_t>(at.back()));
+        return true;
+      });
+      progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kOp && s.result >= 0; },
+                         ReplaceWithLeaf);
+      progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kFor; },
+                         [](Program& p, const Path& at) {
+                           RemoveLoop(p, at);
+                           return true;
+                         });
+      progress |= Dims();
+    }
+    return checks_;
+  }
+
+ private:
+  bool Budget() const {
+    return checks_ < limits_.max_checks && std::chrono::steady_clock::now() < limits_.deadline;
+  }
+
+  // Checks a candidate; adopts it when it still fails the same way.
+  bool Try(Program candidate, Inputs inputs, uint64_t seed) {
+    if (!Budget()) return false;
+    while (RemoveDeadCode(candidate)) {
+    }
+    Case c = ToCase(candidate, inputs, seed);
+    if (SameCase(c, f_.c)) return false;
+    // Invalid candidates (a shrunk dim that broke a shape rule) cost no child and no compile.
+    if (!ptox::Program::Parse(c.text, "fuzz.pto").ok()) return false;
+    ++checks_;
+    Outcome o = Check(c, f_.config, limits_.timeout_s, limits_.stderr_path);
+    if (!SameFailure(o, f_.outcome)) return false;
+    f_.program = std::move(candidate);
+    f_.c = std::move(c);
+    f_.outcome = std::move(o);
+    return true;
+  }
+
+  // Delta debugging: applies `edit` to chunks of the statements `want` selects, halving the
+  // chunk size down to single statements; keeps every chunk whose edit still fails.
+  template <typename W, typename E>
+  bool Chunks(W&& want, E&& edit) {
+    bool any = false;
+    size_t n = PathsOf(f_.program, want).size();
+    for (size_t chunk = std::max<size_t>(n / 2, 1); chunk >= 1 && Budget(); chunk /= 2) {
+      for (size_t start = 0; Budget();) {
+        std::vector<Path> paths = PathsOf(f_.program, want);
+        if (start >= paths.size()) break;
+        const size_t end = std::min(paths.size(), start + chunk);
+        Program candidate = f_.program;
+        bool changed = false;
+        for (size_t i = end; i-- > start;) changed |= edit(candidate, paths[i]);
+        if (changed && Try(std::move(candidate), f_.c.inputs, f_.c.seed)) {
+          any = true;  // the statements after `start` moved up: try the same position again
+        } else {
+          start = end;
+        }
+      }
+      if (chunk == 1) break;
+    }
+    return any;
+  }
+
+  // Smaller sizes for every dim (symbols and static dims alike), smallest first.
+  bool Dims() {
+    bool any = false;
+    for (size_t d = 0; d < f_.program.dims.size() && Budget(); ++d) {
+      const int64_t s = f_.program.dims[d].size;
+      for (int64_t to : std::set<int64_t>{0, 1, 2, s / 2, s - 1}) {
+        if (to >= s) continue;
+        Program candidate = f_.program;
+        candidate.dims[d].size = to;
+        if (Try(std::move(candidate), f_.c.inputs, f_.c.seed)) {
+          any = true;
+          break;
+        }
+      }
+    }
+    return any;
+  }
+
+  Finding& f_;
+  const ShrinkLimits& limits_;
+  int checks_ = 0;
+};
+
+}  // namespace
+
+Case ToCase(const Program& p, Inputs inputs, uint64_t seed) {
+  return Case{p.Text(), p.Symbols(), p.Scalars(), inputs, seed};
+}
+
+std::string Gist(const std::string& detail) {
+  std::string s = detail.substr(0, detail.find('\n'));
+  if (s.starts_with("cpu") || s.starts_with("interp")) s = s.substr(s.find(' ') + 1);
+  std::string out;
+  for (size_t i = 0; i < s.size() && out.size() < 90; ++i) {
+    const char c = s[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (i + 1 < s.size() && std::isalnum(static_cast<unsigned char>(s[i + 1]))) ++i;
+      out += '#';
+    } else if (c == '%' || c == '@') {
+      while (i + 1 < s.size() && (std::isalnum(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_')) ++i;
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool SameFailure(const Outcome& o, const Outcome& want) {
+  if (o.category != want.category) return false;
+  if (!IsErrorCategory(o.category) && o.category != Category::kCrash) return true;
+  return Gist(o.detail) == Gist(want.detail);
+}
+
+int Shrink(Finding& f, const ShrinkLimits& limits) { return Shrinker(f, limits).Run(); }
+
+}  // namespace ptox::fuzz
