@@ -2,6 +2,7 @@
 // reductions, composites, matmuls, layout ops) over static and symbolic dims, stored into outputs.
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "generator.h"
 
@@ -497,18 +498,29 @@ void TensorGen::Empty() {
   p_.body.push_back(store);
 }
 
+// Stores results into new outputs: usually every value nothing else uses (so that no op is
+// dead), sometimes a few values only (dead ops then test the passes' dead-code handling).
 void TensorGen::StoreOutputs() {
-  std::vector<int> computed;
-  for (int v : pool_)
-    if (std::none_of(p_.params.begin(), p_.params.end(),
-                     [&](const Param& q) { return q.value == v; }))
-      computed.push_back(v);
+  std::set<int> used;
+  for (const Stmt& s : p_.body) used.insert(s.args.begin(), s.args.end());
+  std::vector<int> computed, leaves;
+  for (int v : pool_) {
+    if (std::any_of(p_.params.begin(), p_.params.end(), [&](const Param& q) { return q.value == v; }))
+      continue;
+    computed.push_back(v);
+    if (!used.count(v)) leaves.push_back(v);
+  }
   if (computed.empty()) computed = pool_;
   std::vector<int> outs = {computed.back()};
-  const int64_t more = rng_.Int(0, 2);
-  for (int64_t i = 0; i < more; ++i) {
-    int v = rng_.Pick(computed);
-    if (std::find(outs.begin(), outs.end(), v) == outs.end()) outs.push_back(v);
+  if (rng_.Chance(0.75)) {
+    for (int v : leaves)
+      if (v != outs[0] && outs.size() < 4) outs.push_back(v);
+  } else {
+    const int64_t more = rng_.Int(0, 2);
+    for (int64_t i = 0; i < more; ++i) {
+      int v = rng_.Pick(computed);
+      if (std::find(outs.begin(), outs.end(), v) == outs.end()) outs.push_back(v);
+    }
   }
   for (int v : outs) {
     const ParamDirection dir = rng_.Chance(0.1) ? ParamDirection::kInOut : ParamDirection::kOut;

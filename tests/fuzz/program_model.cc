@@ -2,7 +2,6 @@
 #include "program_model.h"
 
 #include <algorithm>
-#include <set>
 
 namespace ptox::fuzz {
 
@@ -222,9 +221,20 @@ bool RemoveDeadCode(Program& p) {
   bool changed = false;
   std::set<int> used;
   Sweep(p.body, used, changed);
+  return RemoveUnusedParams(p) || changed;
+}
+
+bool RemoveUnusedParams(Program& p) {
+  const std::set<int> used = UsedValues(p);
   const size_t before = p.params.size();
   std::erase_if(p.params, [&](const Param& q) { return !used.count(q.value); });
-  return changed || p.params.size() != before;
+  return p.params.size() != before;
+}
+
+std::set<int> UsedValues(Program& p) {
+  std::set<int> used;
+  ForEachUse(p.body, [&](int& v) { used.insert(v); });
+  return used;
 }
 
 void Substitute(Program& p, int from, int to) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,12 @@ Stmt MakeOp(std::string text, std::vector<int> args, std::vector<Type> types = {
 // Drops ops whose results nothing live uses, loops and scopes without effects, and parameters no
 // statement uses. Returns whether anything was removed.
 bool RemoveDeadCode(Program& p);
+
+// Drops the parameters no statement uses. Returns whether it removed any.
+bool RemoveUnusedParams(Program& p);
+
+// The values some statement uses.
+std::set<int> UsedValues(Program& p);
 
 // Rewrites every use of value `from` into a use of `to`.
 void Substitute(Program& p, int from, int to);

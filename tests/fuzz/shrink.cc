@@ -35,18 +35,25 @@ std::vector<Path> PathsOf(const Program& p, F&& want) {
   return out;
 }
 
+// What RemoveOp makes (and tensor.empty, which has no operand worth removing).
 bool IsLeaf(const Stmt& s) {
-  return s.text.starts_with("tile.full") || s.text.starts_with("arith.add 0, 0") ||
-         s.text.starts_with("tensor.empty");
+  return s.text.starts_with("tile.full") || s.text == "arith.add 0, 0" ||
+         s.text == "tile.ne @0, 0" || s.text.starts_with("tensor.empty");
 }
 
-// Replaces the op at `path` by something of its type that depends on nothing: a tensor becomes
-// an input parameter, a tile a constant, an index scalar 0.
-bool ReplaceWithLeaf(Program& p, const Path& path) {
+// Deletes the op at `path` if nothing uses its result; otherwise replaces it by something of its
+// type that depends on nothing: a tensor becomes an input parameter, a tile a constant, an index
+// scalar 0. (Dead ops are not dropped wholesale: some bugs need them.)
+bool RemoveOp(Program& p, const Path& path) {
   std::vector<Stmt>& block = BlockOf(p, path);
   Stmt& s = block[path.back()];
-  if (s.result < 0 || IsLeaf(s)) return false;
+  if (s.result < 0) return false;
   const int v = s.result;
+  if (!UsedValues(p).count(v)) {
+    block.erase(block.begin() + static_cast<std::ptrdiff_t>(path.back()));
+    return true;
+  }
+  if (IsLeaf(s)) return false;
   const Type t = p.values[v].type;
   if (t.kind == Kind::kTensor) {
     block.erase(block.begin() + static_cast<std::ptrdiff_t>(path.back()));
@@ -99,18 +106,21 @@ class Shrinker {
     Try(f_.program, Inputs::kCli, f_.c.seed);
     bool progress = true;
     for (int round = 0; progress && round < 6 && Budget(); ++round) {
-      progress = false;
+      Program clean = f_.program;
+      progress = RemoveDeadCode(clean) && Try(std::move(clean), f_.c.inputs, f_.c.seed);
       progress |= Chunks([](const Stmt& s) { return s.effect; }, [](Program& p, const Path& at) {
         BlockOf(p, at).erase(BlockOf(p, at).begin() + static_cast<std::ptrdiff_t>(at.back()));
         return true;
       });
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kOp && s.result >= 0; },
-                         ReplaceWithLeaf);
+                         RemoveOp);
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kFor; },
                          [](Program& p, const Path& at) {
                            RemoveLoop(p, at);
                            return true;
                          });
+      Program pruned = f_.program;
+      progress |= RemoveUnusedParams(pruned) && Try(std::move(pruned), f_.c.inputs, f_.c.seed);
       progress |= Dims();
     }
     return checks_;
@@ -124,8 +134,6 @@ class Shrinker {
   // Checks a candidate; adopts it when it still fails the same way.
   bool Try(Program candidate, Inputs inputs, uint64_t seed) {
     if (!Budget()) return false;
-    while (RemoveDeadCode(candidate)) {
-    }
     Case c = ToCase(candidate, inputs, seed);
     if (SameCase(c, f_.c)) return false;
     // Invalid candidates (a shrunk dim that broke a shape rule) cost no child and no compile.
@@ -164,13 +172,14 @@ class Shrinker {
     return any;
   }
 
-  // Smaller sizes for every dim (symbols and static dims alike), smallest first.
+  // Smaller sizes for every dim (symbols and static dims alike), smallest first; not 0, which
+  // would leave nothing to compare (empty dims the generator made stay).
   bool Dims() {
     bool any = false;
     for (size_t d = 0; d < f_.program.dims.size() && Budget(); ++d) {
       const int64_t s = f_.program.dims[d].size;
-      for (int64_t to : std::set<int64_t>{0, 1, 2, s / 2, s - 1}) {
-        if (to >= s) continue;
+      for (int64_t to : std::set<int64_t>{1, 2, s / 2, s - 1}) {
+        if (to >= s || to < 1) continue;
         Program candidate = f_.program;
         candidate.dims[d].size = to;
         if (Try(std::move(candidate), f_.c.inputs, f_.c.seed)) {
