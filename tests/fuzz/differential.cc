@@ -297,9 +297,10 @@ std::string_view CategoryName(Category c) {
   return "?";
 }
 
-bool IsErrorCategory(Category c) {
+bool KeyedByMessage(Category c) {
   return c == Category::kInternal || c == Category::kToolchain || c == Category::kUnsupported ||
-         c == Category::kRejected || c == Category::kSpuriousError;
+         c == Category::kRejected || c == Category::kSpuriousError || c == Category::kCrash ||
+         c == Category::kMissedError;
 }
 
 std::string_view InputsName(Inputs k) {
@@ -359,7 +360,11 @@ Outcome Judge(const Program& prog, const std::vector<ParamInfo>& params, const A
 
 }  // namespace
 
-Outcome CheckInProcess(const Case& c, const Config& config) {
+Outcome CheckInProcess(const Case& c, const Config& config,
+                       const std::function<void(std::string_view)>& stage) {
+  auto begin = [&](std::string_view step) {
+    if (stage) stage(step);
+  };
   Result<Program> prog = Program::Parse(c.text, "fuzz.pto");
   if (!prog.ok()) {
     const bool internal = prog.status().code() == StatusCode::kInternal;
@@ -371,11 +376,14 @@ Outcome CheckInProcess(const Case& c, const Config& config) {
   Result<Args> pristine = MakeArgs(c, *params), ref = MakeArgs(c, *params),
                got = MakeArgs(c, *params);
   if (!ref.ok()) return {Category::kInvalidProgram, ref.status().message()};
+  begin("interp");
   const Status sr = Run(*prog, ref->args, {.target = "interp"});
   if (sr.code() == StatusCode::kInternal) return {Category::kInternal, "interp: " + First(sr.message())};
   if (!sr.ok() && sr.code() != StatusCode::kRuntime)
     return {Category::kInvalidProgram, "interp: " + First(sr.message())};
+  begin("target");
   const Status sg = Run(*prog, got->args, {.target = config.target, .fuse = config.fuse});
+  begin("compare");
   Outcome m = CheckMemory(*params, *pristine, *ref, "interp");
   if (m.category == Category::kOk) m = CheckMemory(*params, *pristine, *got, config.target);
   if (m.category != Category::kOk) return m;
@@ -409,20 +417,37 @@ bool ReadReport(int fd, std::chrono::steady_clock::time_point deadline, std::str
   }
 }
 
+void WriteAll(int fd, const std::string& msg) {
+  size_t done = 0;
+  while (done < msg.size()) {
+    const ssize_t n = write(fd, msg.data() + done, msg.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// The child's report: "@step" lines as steps begin, then the category and the detail.
 [[noreturn]] void RunChild(const Case& c, const Config& config, int fd,
                            const std::string& stderr_path) {
   setpgid(0, 0);  // the parent kills the whole group (compilers included) on a hang
   const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (err >= 0) dup2(err, 2);
-  const Outcome o = CheckInProcess(c, config);
-  const std::string msg = std::to_string(static_cast<int>(o.category)) + "\n" + o.detail;
-  size_t done = 0;
-  while (done < msg.size()) {
-    const ssize_t n = write(fd, msg.data() + done, msg.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  const Outcome o = CheckInProcess(
+      c, config, [&](std::string_view step) { WriteAll(fd, "@" + std::string(step) + "\n"); });
+  WriteAll(fd, std::to_string(static_cast<int>(o.category)) + "\n" + o.detail);
   _exit(0);  // no destructors: worker pools belong to this child alone
+}
+
+// Splits the "@step" lines off a child's report; returns the last step begun.
+std::string TakeSteps(std::string& report) {
+  std::string step = "parse";
+  while (report.starts_with("@")) {
+    const size_t nl = report.find('\n');
+    if (nl == std::string::npos) break;
+    step = report.substr(1, nl - 1);
+    report.erase(0, nl + 1);
+  }
+  return step;
 }
 
 }  // namespace
@@ -450,16 +475,22 @@ Outcome Check(const Case& c, const Config& config, double timeout_s,
   int status = 0;
   if (pid > 0) waitpid(pid, &status, 0);
   if (pid <= 0) return {Category::kCrash, "fuzzer: fork() failed"};
+  const std::string step = TakeSteps(report);
+  const std::string where = step == "interp"   ? " while the interpreter ran"
+                            : step == "target"  ? " while the target ran"
+                            : step == "compare" ? " in ReorderBound or the comparison"
+                                                : " while parsing";
   if (!finished)
     return {Category::kHang, config.target + ": no result after " +
-                                 std::to_string(static_cast<int>(timeout_s)) + " s\nstderr: " +
-                                 Tail(stderr_path, 400)};
+                                 std::to_string(static_cast<int>(timeout_s)) + " s" + where +
+                                 "\nstderr: " + Tail(stderr_path, 400)};
   const size_t nl = report.find('\n');
   if (WIFSIGNALED(status) || nl == std::string::npos) {
     std::string why = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) + " (" +
                                                 strsignal(WTERMSIG(status)) + ")"
                                           : "exit " + std::to_string(WEXITSTATUS(status));
-    return {Category::kCrash, config.target + ": " + why + "\nstderr: " + Tail(stderr_path, 600)};
+    return {Category::kCrash,
+            config.target + ": " + why + where + "\nstderr: " + Tail(stderr_path, 600)};
   }
   return {static_cast<Category>(std::stoi(report.substr(0, nl))), report.substr(nl + 1)};
 }

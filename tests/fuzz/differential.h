@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -32,9 +33,9 @@ enum class Category {
   kInputModified,   // an `in` tensor changed
 };
 std::string_view CategoryName(Category c);
-// Whether two outcomes of these categories count as the same failure only with the same message
-// (errors), rather than by category alone (wrong results).
-bool IsErrorCategory(Category c);
+// Whether failures of this category are told apart by their message (errors, crashes, missed
+// run-time errors: the interpreter's message) rather than by the ops they need (wrong results).
+bool KeyedByMessage(Category c);
 
 // How input tensors are filled.
 enum class Inputs {
@@ -72,8 +73,10 @@ struct Outcome {
 Outcome Check(const Case& c, const Config& config, double timeout_s,
               const std::string& stderr_path);
 
-// The same check in this process (what the child runs).
-Outcome CheckInProcess(const Case& c, const Config& config);
+// The same check in this process (what the child runs); `stage` hears which step begins
+// ("interp", "target", "compare"), so that a crash can be placed.
+Outcome CheckInProcess(const Case& c, const Config& config,
+                       const std::function<void(std::string_view)>& stage = {});
 
 // The argument values of `c` for `params` (inputs filled, outputs 0xFF as `ptox run` does),
 // written as .npy files into `dir` (one per in / inout tensor, in parameter order); returns

@@ -36,6 +36,7 @@ struct Options {
   double timeout_s = 120;
   int shrink_checks = 150;
   double unfused = 0.5;  // share of tensor-level programs also run with fuse = false
+  bool in_process = false;  // --replay without a child per check (to run it under a debugger)
 };
 
 std::string Label(const Config& c) { return c.target + (c.fuse ? "" : " (unfused)"); }
@@ -181,7 +182,7 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
 
 bool Fuzzer::Known(const Finding& f) const {
   const Category cat = f.outcome.category;
-  if (IsErrorCategory(cat) || cat == Category::kCrash)
+  if (KeyedByMessage(cat))
     return known_errors_.count({cat, Gist(f.outcome.detail)}) > 0;
   const std::set<std::string> ops = OpSet(f.program);
   for (const auto& [c, known] : known_results_)
@@ -201,7 +202,7 @@ void Fuzzer::Handle(Finding f, uint64_t seed) {
   const int before = f.program.CountOps();
   const int checks = Shrink(f, Limits());
   const Category cat = f.outcome.category;
-  if (IsErrorCategory(cat) || cat == Category::kCrash) {
+  if (KeyedByMessage(cat)) {
     known_errors_.insert({cat, Gist(f.outcome.detail)});
   } else {
     known_results_.push_back({cat, OpSet(f.program)});
@@ -328,7 +329,9 @@ int Fuzzer::Replay() {
     if (std::find(targets.begin(), targets.end(), meta.target) != targets.end()) targets = {meta.target};
     std::printf("%s%s:", file.string().c_str(), has_meta ? "" : " (no ptox-fuzz line)");
     for (const std::string& t : targets) {
-      Outcome o = Check(c, {t, meta.fuse}, o_.timeout_s, stderr_path_);
+      const Config config{t, meta.fuse};
+      Outcome o = o_.in_process ? CheckInProcess(c, config)
+                                : Check(c, config, o_.timeout_s, stderr_path_);
       std::printf(" %s %s", t.c_str(), std::string(CategoryName(o.category)).c_str());
       if (o.category == Category::kOk) continue;
       ++failing;
@@ -364,6 +367,8 @@ int main(int argc, char** argv) {
   app.add_option("--unfused", o.unfused, "share of tensor programs also run with fusion off")
       ->capture_default_str();
   app.add_flag("-v,--verbose", o.verbose, "print every program");
+  app.add_flag("--in-process", o.in_process,
+               "--replay in this process, no child per check (to run it under a debugger)");
   CLI11_PARSE(app, argc, argv);
   // Every program compiles new kernels: without a cache directory of the caller's, a private
   // one that goes away at exit, so that ~/.cache/ptox does not fill up.

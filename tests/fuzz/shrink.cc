@@ -223,7 +223,7 @@ std::string Gist(const std::string& detail) {
 
 bool SameFailure(const Outcome& o, const Outcome& want) {
   if (o.category != want.category) return false;
-  if (!IsErrorCategory(o.category) && o.category != Category::kCrash) return true;
+  if (!KeyedByMessage(o.category)) return true;
   return Gist(o.detail) == Gist(want.detail);
 }
 
