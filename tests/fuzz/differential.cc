@@ -450,10 +450,25 @@ std::string TakeSteps(std::string& report) {
   return step;
 }
 
+// The child running now, so that a fuzzer interrupted by a signal takes it (and its compilers)
+// along instead of leaving it running.
+volatile pid_t g_child = 0;
+
+void KillChildAndExit(int sig) {
+  if (g_child > 0) kill(-g_child, SIGKILL);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 }  // namespace
 
 Outcome Check(const Case& c, const Config& config, double timeout_s,
               const std::string& stderr_path) {
+  static const bool handlers = [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, KillChildAndExit);
+    return true;
+  }();
+  (void)handlers;
   int fds[2];
   if (pipe(fds) != 0) return {Category::kCrash, "fuzzer: pipe() failed"};
   std::fflush(nullptr);
@@ -462,6 +477,7 @@ Outcome Check(const Case& c, const Config& config, double timeout_s,
     close(fds[0]);
     RunChild(c, config, fds[1], stderr_path);
   }
+  g_child = pid;
   close(fds[1]);
   std::string report;
   const auto deadline = std::chrono::steady_clock::now() +
@@ -474,6 +490,7 @@ Outcome Check(const Case& c, const Config& config, double timeout_s,
   }
   int status = 0;
   if (pid > 0) waitpid(pid, &status, 0);
+  g_child = 0;
   if (pid <= 0) return {Category::kCrash, "fuzzer: fork() failed"};
   const std::string step = TakeSteps(report);
   const std::string where = step == "interp"   ? " while the interpreter ran"

@@ -140,7 +140,7 @@ class TensorGen {
   }
 
   void Step() {
-    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 1})) {
+    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2})) {
       case 0: Binary(); break;
       case 1: Unary(); break;
       case 2: Reduce(); break;
@@ -479,20 +479,39 @@ void TensorGen::Concat() {
        p_.TensorType(out, ta.dtype));
 }
 
-// tensor.empty sized from a value's symbolic dims, filled by tensor.store, then used as a value.
+// tensor.empty sized from a value's symbolic dims, filled by tensor.store, then used as a value;
+// or sized by an index parameter with a symbol of its own, which only the sum over it leaves.
 void TensorGen::Empty() {
   int a = PickValue();
   const Type ta = p_.values[a].type;
+  // One size operand per symbolic dim, in order: tensor.dim of `a` for its own.
   std::vector<int> args;
   std::string sizes;
+  auto size_of = [&](int v) {
+    sizes += (args.empty() ? " @" : ", @") + std::to_string(args.size());
+    args.push_back(v);
+  };
+  const bool fresh = ta.rank() < 4 && CanAddParam() && rng_.Chance(0.35);
+  std::vector<int> dims = ta.dims;
+  if (fresh) {
+    const int64_t n = AwkwardSize(rng_, 9, true);
+    size_of(p_.AddParam(Type{Kind::kScalar, DType::kIndex, {}}, ParamDirection::kIn, "k",
+                        std::to_string(n)));
+    dims.insert(dims.begin(), p_.AddDim(n, SymbolName(p_.symbol_count++)));
+  }
   for (int k = 0; k < ta.rank(); ++k) {
     if (p_.dims[ta.dims[k]].sym.empty()) continue;
     int dv = p_.AddValue(Type{Kind::kScalar, DType::kIndex, {}}, "n");
     p_.body.push_back(MakeOp("tensor.dim @0, " + std::to_string(k), {a}, {}, dv));
-    sizes += (args.empty() ? " @" : ", @") + std::to_string(args.size());
-    args.push_back(dv);
+    size_of(dv);
   }
-  int e = Emit("tensor.empty" + sizes + " : #0", args, ta, {ta});
+  const Type te = p_.TensorType(dims, ta.dtype);
+  int e = Emit("tensor.empty" + sizes + " : #0", args, te, {te});
+  if (fresh) {
+    int s = Emit("tensor.sum @0 {axis = 0}", {e}, ta);
+    Emit("tensor.add @0, @1", {a, s}, ta);
+    return;
+  }
   Stmt store = MakeOp("tensor.store @0, @1", {a, e});
   store.effect = true;
   p_.body.push_back(store);

@@ -37,6 +37,7 @@ struct Options {
   int shrink_checks = 150;
   double unfused = 0.5;  // share of tensor-level programs also run with fuse = false
   bool in_process = false;  // --replay without a child per check (to run it under a debugger)
+  bool generate_only = false;  // verify the generated programs, run nothing
 };
 
 std::string Label(const Config& c) { return c.target + (c.fuse ? "" : " (unfused)"); }
@@ -152,6 +153,10 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   if (!parsed.ok()) {
     std::printf("\n");
     Invalid(c, parsed.status().message());
+    return;
+  }
+  if (o_.generate_only) {
+    std::printf(" verified\n");
     return;
   }
   std::vector<Config> configs;
@@ -367,6 +372,8 @@ int main(int argc, char** argv) {
   app.add_option("--unfused", o.unfused, "share of tensor programs also run with fusion off")
       ->capture_default_str();
   app.add_flag("-v,--verbose", o.verbose, "print every program");
+  app.add_flag("--generate-only", o.generate_only,
+               "only generate and verify programs (tests the generators)");
   app.add_flag("--in-process", o.in_process,
                "--replay in this process, no child per check (to run it under a debugger)");
   CLI11_PARSE(app, argc, argv);
