@@ -1,6 +1,7 @@
 // Tile-level program generation: loop nests over partial tiles with incore scopes holding a DAG of
 // tile ops (all dtypes), row reductions carried through loops, and K-looped matmuls.
 #include <algorithm>
+#include <set>
 
 #include "generator.h"
 
@@ -341,22 +342,29 @@ class TileGen {
   std::vector<int>* pool_ = nullptr;    // the tiles they may use
 };
 
-// Stores up to `count` tiles of the scope that fit a tr x tc footprint (so that iterations write
-// disjoint regions) into new outputs of the domain's shape.
+// Stores tiles of the scope that fit a tr x tc footprint (so that iterations write disjoint
+// regions) into new outputs of the domain's shape: mostly every tile nothing else uses, so that
+// few ops are dead, otherwise up to `count` tiles.
 void TileGen::StoreSome(const std::vector<int>& domain, const std::vector<int>& offsets, int rows,
                         int cols, int count) {
   const bool rank1 = domain.size() == 1;
-  std::vector<int> fits;
+  std::set<int> used;
+  for (const Stmt& s : *block_) used.insert(s.args.begin(), s.args.end());
+  std::vector<int> fits, leaves;
   for (int v : *pool_) {
     const Type& t = TypeOf(v);
-    if (Rows(t) <= p_.dims[rows].size && Cols(t) <= p_.dims[cols].size && (!rank1 || Rows(t) == 1))
-      fits.push_back(v);
+    if (Rows(t) > p_.dims[rows].size || Cols(t) > p_.dims[cols].size || (rank1 && Rows(t) != 1))
+      continue;
+    fits.push_back(v);
+    if (!used.count(v)) leaves.push_back(v);
   }
-  std::vector<int> chosen;
-  if (!fits.empty()) chosen.push_back(fits.back());
-  for (int k = 1; k < count && !fits.empty(); ++k) {
-    int v = rng_.Pick(fits);
-    if (std::find(chosen.begin(), chosen.end(), v) == chosen.end()) chosen.push_back(v);
+  if (fits.empty()) return;
+  std::vector<int> chosen = {fits.back()};
+  const bool all_leaves = rng_.Chance(0.7);
+  for (int k = 1; k < (all_leaves ? 5 : count); ++k) {
+    const int v = all_leaves ? (k <= static_cast<int>(leaves.size()) ? leaves[k - 1] : -1)
+                             : rng_.Pick(fits);
+    if (v >= 0 && std::find(chosen.begin(), chosen.end(), v) == chosen.end()) chosen.push_back(v);
   }
   for (int v : chosen) {
     int out = p_.AddParam(p_.TensorType(domain, TypeOf(v).dtype), ParamDirection::kOut, "out");

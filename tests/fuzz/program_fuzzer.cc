@@ -101,7 +101,7 @@ class Fuzzer {
   void FuzzOne(uint64_t seed, Level level);
   void Handle(Finding f, uint64_t seed);
   bool Known(const Finding& f) const;
-  std::string Save(const Finding& f, uint64_t seed, int original_ops, int checks);
+  std::string Save(const Finding& f, uint64_t seed, int original_ops, int checks, bool dead);
   void Invalid(const Case& c, const std::string& why);
   void PrintSummary() const;
   // Shrinking may run half a minute past --minutes, so that the last finding is small too.
@@ -212,13 +212,21 @@ void Fuzzer::Handle(Finding f, uint64_t seed) {
   } else {
     known_results_.push_back({cat, OpSet(f.program)});
   }
-  const std::string path = Save(f, seed, before, checks);
+  // Whether the failure needs ops whose results nothing uses (a target may drop those, and
+  // with them the run-time errors the interpreter reports).
+  Program live = f.program;
+  const bool dead = RemoveDeadCode(live) &&
+                    !SameFailure(Check(ToCase(live, f.c.inputs, f.c.seed), f.config, o_.timeout_s,
+                                       stderr_path_),
+                                 f.outcome);
+  const std::string path = Save(f, seed, before, checks, dead);
   saved_.push_back(path);
   std::printf("  shrunk from %d to %d ops in %d checks: %s\n", before, f.program.CountOps(), checks,
               path.c_str());
 }
 
-std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int checks) {
+std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int checks,
+                         bool dead) {
   const std::string name = std::string(CategoryName(f.outcome.category)) + "-" + HashText(f.c.text);
   const fs::path file = fs::path(o_.out) / (name + ".pto");
   std::string inputs = "--seed " + std::to_string(f.c.seed);
@@ -236,6 +244,8 @@ std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int 
   h << "// Found by the program fuzzer (tests/fuzz): " << CategoryName(f.outcome.category) << " on "
     << Label(f.config) << ".\n"
     << Commented(f.outcome.detail)
+    << (dead ? "// It needs dead code: without the ops whose results nothing uses, it passes.\n"
+             : "")
     << "// Reproduce from this file's directory (ptox: build/dev/ptox):\n"
     << "//   ptox run " << name << ".pto" << (dims.empty() ? "" : " --dims " + dims)
     << (scalars.empty() ? "" : " --scalars " + scalars) << " " << inputs
