@@ -1,6 +1,7 @@
 // Tile-level program generation: loop nests over partial tiles with incore scopes holding a DAG of
 // tile ops (all dtypes), row reductions carried through loops, and K-looped matmuls.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "generator.h"
@@ -167,6 +168,9 @@ class TileGen {
   void Grid();
   void RowLoop();
   void MatmulLoop();
+  void KLoop(int a, int b, bool tb, const std::array<int, 3>& ijk, const std::array<int, 3>& tiles,
+             int init);
+  void SecondPass(int x, const std::vector<int>& domain, int row, int tr, int tc, int acc);
   void StoreSome(const std::vector<int>& domain, const std::vector<int>& offsets, int rows,
                  int cols, int count);
 
@@ -460,26 +464,74 @@ void TileGen::RowLoop() {
   const int acc = scope.body.back().results[0];
   pool.push_back(acc);
 
-  if (rng_.Chance(0.6)) {  // a second pass: every element against its row's statistic
-    std::vector<Stmt> pass;
-    const int j2 = MaybeLoop(x, 1, domain[1], tc, pass, 0.9, kinds);
-    std::vector<int> pass_pool = pool;
-    if (!pass.empty()) {
-      block_ = &pass.back().body;
-      pool_ = &pass_pool;
-    }
-    int t2 = Load(x, {offsets[0], j2}, tr, tc);
-    Emit("tile.row_expand_" + rng_.Pick(std::vector<std::string>{"sub", "div", "mul"}) + " @0, @1",
-         {t2, acc}, TypeOf(t2));
-    DagOps(rng_.Int(0, 3));
-    StoreSome(domain, {offsets[0], j2}, tr, tc, 1);
-    block_ = &scope.body;
-    pool_ = &pool;
-    if (!pass.empty()) scope.body.push_back(std::move(pass.back()));
-  }
+  if (rng_.Chance(0.6)) SecondPass(x, domain, offsets[0], tr, tc, acc);
   int out = p_.AddParam(p_.TensorType({domain[0], one_}, dt), ParamDirection::kOut, "out");
   Store(acc, out, {offsets[0], zero_});
   Nest(std::move(loops), std::move(scope));
+}
+
+// A loop over the column tiles of row tiles `row` of `x` that combines every element with its
+// row's statistic `acc` and stores results.
+void TileGen::SecondPass(int x, const std::vector<int>& domain, int row, int tr, int tc,
+                         int acc) {
+  std::vector<Stmt>* const outer_block = block_;
+  std::vector<int>* const outer_pool = pool_;
+  std::vector<Stmt> pass;
+  const int j = MaybeLoop(x, 1, domain[1], tc, pass, 0.9, {"", "", "unroll"});
+  std::vector<int> pass_pool = *pool_;
+  if (!pass.empty()) {
+    block_ = &pass.back().body;
+    pool_ = &pass_pool;
+  }
+  int t = Load(x, {row, j}, tr, tc);
+  Emit("tile.row_expand_" + rng_.Pick(std::vector<std::string>{"sub", "div", "mul"}) + " @0, @1",
+       {t, acc}, TypeOf(t));
+  DagOps(rng_.Int(0, 3));
+  StoreSome(domain, {row, j}, tr, tc, 1);
+  block_ = outer_block;
+  pool_ = outer_pool;
+  if (!pass.empty()) block_->push_back(std::move(pass.back()));
+}
+
+// The product of row tiles `i` of `a` and column tiles `j` of `b` (dims m, n, k; tiles tm, tn,
+// tk) added to `init`: a loop over K carrying the accumulator (matmul_acc, or matmul + add), or
+// one step over the first K tile. The result joins the pool.
+void TileGen::KLoop(int a, int b, bool tb, const std::array<int, 3>& ijk,
+                    const std::array<int, 3>& tiles, int init) {
+  const auto [i, j, k] = ijk;
+  const auto [tm, tn, tk] = tiles;
+  const Type acc_t = TypeOf(init);
+  std::vector<Stmt> kloop;
+  const int kk = MaybeLoop(a, 1, k, tk, kloop, 0.85, {"", "", "unroll"});
+  std::vector<int> body_pool = *pool_;
+  std::vector<Stmt>* const outer_block = block_;
+  std::vector<int>* const outer_pool = pool_;
+  int carried = init;
+  if (!kloop.empty()) {
+    kloop.back().carried = {p_.AddValue(acc_t, "p")};
+    kloop.back().inits = {init};
+    carried = kloop.back().carried[0];
+    block_ = &kloop.back().body;
+    pool_ = &body_pool;
+  }
+  int ta = Load(a, {i, kk}, tm, tk);
+  int tbt = tb ? Load(b, {j, kk}, tn, tk) : Load(b, {kk, j}, tk, tn);
+  if (rng_.Chance(0.25)) ta = Emit("tile." + rng_.Pick(kUnary) + " @0", {ta}, TypeOf(ta));
+  const std::string attr = tb ? " {transpose_b = true}" : "";
+  int next;
+  if (rng_.Chance(0.7)) {
+    next = Emit("tile.matmul_acc @0, @1, @2" + attr, {carried, ta, tbt}, acc_t);
+  } else {
+    int prod = Emit("tile.matmul @0, @1" + attr, {ta, tbt}, acc_t);
+    next = Emit("tile.add @0, @1", {carried, prod}, acc_t);
+  }
+  block_ = outer_block;
+  pool_ = outer_pool;
+  if (kloop.empty()) return;
+  kloop.back().yields = {next};
+  kloop.back().results = {p_.AddValue(acc_t, "acc")};
+  pool_->push_back(kloop.back().results[0]);
+  block_->push_back(std::move(kloop.back()));
 }
 
 // C = A x B (B maybe transposed) over output tiles, the K dim in a loop that carries the f32
@@ -511,38 +563,7 @@ void TileGen::MatmulLoop() {
   } else {
     init = Emit("tile.full 0.0 : #0", {}, acc_t, {acc_t});
   }
-  std::vector<Stmt> kloop;
-  const int kk = MaybeLoop(a, 1, k, tk, kloop, 0.85, {"", "", "unroll"});
-  std::vector<int> body_pool = pool;
-  int carried = init;
-  if (!kloop.empty()) {
-    kloop.back().carried = {p_.AddValue(acc_t, "p")};
-    kloop.back().inits = {init};
-    carried = kloop.back().carried[0];
-    block_ = &kloop.back().body;
-    pool_ = &body_pool;
-  }
-  int ta = Load(a, {i, kk}, tm, tk);
-  int tbt = tb ? Load(b, {j, kk}, tn, tk) : Load(b, {kk, j}, tk, tn);
-  if (rng_.Chance(0.25))
-    ta = Emit("tile." + rng_.Pick(kUnary) + " @0", {ta}, TypeOf(ta));
-  const std::string attr = tb ? " {transpose_b = true}" : "";
-  int next;
-  if (rng_.Chance(0.7)) {
-    next = Emit("tile.matmul_acc @0, @1, @2" + attr, {carried, ta, tbt}, acc_t);
-  } else {
-    int prod = Emit("tile.matmul @0, @1" + attr, {ta, tbt}, acc_t);
-    next = Emit("tile.add @0, @1", {carried, prod}, acc_t);
-  }
-  block_ = &scope.body;
-  pool_ = &pool;
-  if (!kloop.empty()) {
-    kloop.back().yields = {next};
-    kloop.back().results = {p_.AddValue(acc_t, "acc")};
-    next = kloop.back().results[0];
-    scope.body.push_back(std::move(kloop.back()));
-    pool.push_back(next);
-  }
+  KLoop(a, b, tb, {i, j, k}, {tm, tn, tk}, init);
   DagOps(rng_.Int(0, 4));
   StoreSome({m, n}, {i, j}, tm, tn, static_cast<int>(rng_.Int(1, 2)));
   Nest(std::move(loops), std::move(scope));

@@ -120,6 +120,9 @@ class Fuzzer {
   std::vector<std::pair<Category, std::set<std::string>>> known_results_;
   int64_t programs_ = 0, tensor_programs_ = 0, invalid_ = 0, duplicates_ = 0;
   std::map<std::string, int64_t> runs_;
+  std::map<std::string, double> run_seconds_;  // wall time of those runs
+  double shrink_seconds_ = 0;
+  int64_t shrink_checks_ = 0;
   std::map<Category, int64_t> failures_;
   std::vector<std::string> saved_;
 };
@@ -164,8 +167,10 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   if (level == Level::kTensor && side.Chance(o_.unfused)) configs.push_back({side.Pick(o_.targets), false});
   std::vector<Finding> failed;
   for (const Config& config : configs) {
+    const auto t0 = Clock::now();
     Outcome o = Check(c, config, o_.timeout_s, stderr_path_);
     ++runs_[Label(config)];
+    run_seconds_[Label(config)] += std::chrono::duration<double>(Clock::now() - t0).count();
     std::printf(" %s", std::string(CategoryName(o.category)).c_str());
     std::fflush(stdout);
     if (o.category == Category::kInvalidProgram) {
@@ -205,7 +210,10 @@ void Fuzzer::Handle(Finding f, uint64_t seed) {
     return;
   }
   const int before = f.program.CountOps();
+  const auto t0 = Clock::now();
   const int checks = Shrink(f, Limits());
+  shrink_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  shrink_checks_ += checks;
   const Category cat = f.outcome.category;
   if (KeyedByMessage(cat)) {
     known_errors_.insert({cat, Gist(f.outcome.detail)});
@@ -267,7 +275,10 @@ void Fuzzer::PrintSummary() const {
               static_cast<long long>(programs_ - tensor_programs_), minutes);
   std::printf(", %lld invalid (generator bugs)\n", static_cast<long long>(invalid_));
   for (const auto& [label, n] : runs_)
-    std::printf("  runs on %-24s %lld\n", label.c_str(), static_cast<long long>(n));
+    std::printf("  runs on %-22s %6lld, %.1f s each\n", label.c_str(), static_cast<long long>(n),
+                run_seconds_.at(label) / static_cast<double>(n));
+  std::printf("  shrinking: %lld checks in %.1f minutes\n", static_cast<long long>(shrink_checks_),
+              shrink_seconds_ / 60);
   for (const auto& [cat, n] : failures_)
     std::printf("  failing runs: %-16s %lld\n", std::string(CategoryName(cat)).c_str(),
                 static_cast<long long>(n));
