@@ -337,16 +337,17 @@ Outcome CheckMemory(const std::vector<ParamInfo>& params, const Args& pristine, 
 Outcome Judge(const Program& prog, const std::vector<ParamInfo>& params, const Args& ref,
               const Args& got, const Status& sr, const Status& sg, const Config& config) {
   if (!sr.ok()) {
-    if (sg.ok()) return {Category::kMissedError, config.target + " succeeded; interp: " + First(sr.message())};
+    if (sg.ok())
+      return {Category::kMissedError, config.target + " succeeded; interp: " + First(sr.message())};
     if (sg.code() == StatusCode::kRuntime) return {};
     return TargetFailed(sg, config);
   }
   if (!sg.ok()) return TargetFailed(sg, config);
   Result<double> bound = ReorderBound(prog, "", ref.args);
   if (!bound.ok())
-    return {bound.status().code() == StatusCode::kInternal ? Category::kInternal
-                                                           : Category::kRejected,
-            "ReorderBound: " + First(bound.status().message())};
+    return {
+        bound.status().code() == StatusCode::kInternal ? Category::kInternal : Category::kRejected,
+        "ReorderBound: " + First(bound.status().message())};
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].is_tensor || params[i].dir == ParamDirection::kIn) continue;
     Outcome o = CompareOutput(params[i].name, *got.buffers[i], *ref.buffers[i], *bound);
@@ -378,7 +379,8 @@ Outcome CheckInProcess(const Case& c, const Config& config,
   if (!ref.ok()) return {Category::kInvalidProgram, ref.status().message()};
   begin("interp");
   const Status sr = Run(*prog, ref->args, {.target = "interp"});
-  if (sr.code() == StatusCode::kInternal) return {Category::kInternal, "interp: " + First(sr.message())};
+  if (sr.code() == StatusCode::kInternal)
+    return {Category::kInternal, "interp: " + First(sr.message())};
   if (!sr.ok() && sr.code() != StatusCode::kRuntime)
     return {Category::kInvalidProgram, "interp: " + First(sr.message())};
   begin("target");
@@ -493,7 +495,7 @@ Outcome Check(const Case& c, const Config& config, double timeout_s,
   g_child = 0;
   if (pid <= 0) return {Category::kCrash, "fuzzer: fork() failed"};
   const std::string step = TakeSteps(report);
-  const std::string where = step == "interp"   ? " while the interpreter ran"
+  const std::string where = step == "interp"    ? " while the interpreter ran"
                             : step == "target"  ? " while the target ran"
                             : step == "compare" ? " in ReorderBound or the comparison"
                                                 : " while parsing";
@@ -530,8 +532,7 @@ std::string Descr(DType t) {
 
 void WriteNpy(const std::string& path, const Buffer& b) {
   std::string shape = "(";
-  for (size_t d = 0; d < b.shape.size(); ++d)
-    shape += (d ? ", " : "") + std::to_string(b.shape[d]);
+  for (size_t d = 0; d < b.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(b.shape[d]);
   shape += b.shape.size() == 1 ? ",)" : ")";
   std::string header =
       "{'descr': '" + Descr(b.dtype) + "', 'fortran_order': False, 'shape': " + shape + ", }";

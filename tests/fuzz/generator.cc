@@ -20,9 +20,9 @@ size_t Rng::Weighted(std::initializer_list<int> weights) {
 }
 
 int64_t AwkwardSize(Rng& rng, int64_t max, bool allow_zero) {
-  static const std::vector<int64_t> kSizes = {1,  2,  3,  5,   7,   8,   13,  16,   17,  31,
-                                              32, 33, 37, 63,  64,  65,  127, 128,  129, 255,
-                                              257, 511, 1023, 1025};
+  static const std::vector<int64_t> kSizes = {1,   2,   3,   5,   7,   8,   13,   16,
+                                              17,  31,  32,  33,  37,  63,  64,   65,
+                                              127, 128, 129, 255, 257, 511, 1023, 1025};
   if (allow_zero && rng.Chance(0.3)) return 0;
   std::vector<int64_t> fit;
   for (int64_t s : kSizes)
@@ -42,9 +42,9 @@ std::string SymbolName(int64_t n) {
 
 std::string FloatLiteral(Rng& rng) {
   static const std::vector<std::string> kNice = {"0.5", "2.0", "-1.5", "3.0", "0.125", "-0.25"};
-  static const std::vector<std::string> kEdge = {"0.0",  "-0.0",      "inf",    "-inf", "nan",
-                                                 "1e-30", "1e-40",    "65504.0", "3e38",
-                                                 "1.00390625", "-2", "7"};
+  static const std::vector<std::string> kEdge = {"0.0",  "-0.0",       "inf",   "-inf",
+                                                 "nan",  "1e-30",      "1e-40", "65504.0",
+                                                 "3e38", "1.00390625", "-2",    "7"};
   return rng.Chance(0.7) ? rng.Pick(kNice) : rng.Pick(kEdge);
 }
 

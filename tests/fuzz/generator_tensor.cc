@@ -14,7 +14,7 @@ constexpr int64_t kMaxMatmulWork = 3000000;
 constexpr size_t kMaxParams = 9;
 
 const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "max", "min"};
-const std::vector<std::string> kUnary = {"exp",  "log",     "sqrt", "rsqrt", "recip", "tanh",
+const std::vector<std::string> kUnary = {"exp",     "log",  "sqrt", "rsqrt", "recip", "tanh",
                                          "sigmoid", "relu", "silu", "gelu",  "neg",   "abs"};
 
 class TensorGen {
@@ -41,7 +41,7 @@ class TensorGen {
         int d = rng_.Pick(symbols_);
         if (p_.dims[d].size <= max) return d;
       }
-      int d = p_.AddDim(AwkwardSize(rng_, max, true), SymbolName(p_.symbol_count++));
+      int d = p_.AddDim(AwkwardSize(rng_, max, rng_.Chance(0.35)), SymbolName(p_.symbol_count++));
       symbols_.push_back(d);
       return d;
     }
@@ -84,7 +84,8 @@ class TensorGen {
     for (int v : pool_)
       if (ok(p_.values[v].type)) fits.push_back(v);
     if (fits.empty()) return -1;
-    if (rng_.Chance(0.6)) return fits[fits.size() - 1 - rng_.Int(0, std::min<int64_t>(2, fits.size() - 1))];
+    if (rng_.Chance(0.6))
+      return fits[fits.size() - 1 - rng_.Int(0, std::min<int64_t>(2, fits.size() - 1))];
     return rng_.Pick(fits);
   }
   int PickValue() {
@@ -228,9 +229,8 @@ class TensorGen {
 
   // A 1-D operand over dim `d` of `dtype`: from the pool or a new parameter.
   int Vector(int d, DType dtype) {
-    int w = PickValue([&](const Type& t) {
-      return t.dtype == dtype && t.rank() == 1 && Same(t.dims[0], d);
-    });
+    int w = PickValue(
+        [&](const Type& t) { return t.dtype == dtype && t.rank() == 1 && Same(t.dims[0], d); });
     if (w >= 0 && rng_.Chance(0.5)) return w;
     return CanAddParam() ? Fresh({d}, dtype) : -1;
   }
@@ -320,8 +320,8 @@ class TensorGen {
     for (int d : out) work *= std::max<int64_t>(1, p_.dims[d].size);
     if (!Fits(out) || work > kMaxMatmulWork) return;
     if (b < 0) {
-      std::vector<int> dims = batched ? std::vector<int>(ta.dims.begin(), ta.dims.end() - 2)
-                                      : std::vector<int>{};
+      std::vector<int> dims =
+          batched ? std::vector<int>(ta.dims.begin(), ta.dims.end() - 2) : std::vector<int>{};
       dims.push_back(tb ? n : k);
       dims.push_back(tb ? k : n);
       b = Fresh(dims, ta.dtype);
@@ -413,7 +413,8 @@ void TensorGen::Slice() {
     const DimVar dim = p_.dims[ta.dims[k]];
     std::string off = "0";
     if (rng_.Chance(0.6) && dim.size > 0) {
-      const int64_t s = rng_.Int(dim.sym.empty() ? 0 : 1, dim.sym.empty() ? dim.size - 1 : dim.size);
+      const int64_t s =
+          rng_.Int(dim.sym.empty() ? 0 : 1, dim.sym.empty() ? dim.size - 1 : dim.size);
       out[k] = p_.AddDim(s);
       any = true;
       const size_t how = rng_.Weighted({3, CanAddParam() ? 3 : 0, 2});
@@ -422,8 +423,8 @@ void TensorGen::Slice() {
       } else if (how == 1) {
         // Mostly in bounds; sometimes past the end, which must be a run-time error everywhere.
         const int64_t o = rng_.Chance(0.85) ? rng_.Int(0, dim.size - s) : dim.size - s + 1;
-        args.push_back(p_.AddParam(Type{Kind::kScalar, DType::kIndex, {}}, ParamDirection::kIn,
-                                   "o", std::to_string(o)));
+        args.push_back(p_.AddParam(Type{Kind::kScalar, DType::kIndex, {}}, ParamDirection::kIn, "o",
+                                   std::to_string(o)));
         off = "@" + std::to_string(args.size() - 1);
       } else {  // the end of the dim: tensor.dim - s
         int dv = p_.AddValue(Type{Kind::kScalar, DType::kIndex, {}}, "n");
@@ -524,7 +525,8 @@ void TensorGen::StoreOutputs() {
   for (const Stmt& s : p_.body) used.insert(s.args.begin(), s.args.end());
   std::vector<int> computed, leaves;
   for (int v : pool_) {
-    if (std::any_of(p_.params.begin(), p_.params.end(), [&](const Param& q) { return q.value == v; }))
+    if (std::any_of(p_.params.begin(), p_.params.end(),
+                    [&](const Param& q) { return q.value == v; }))
       continue;
     computed.push_back(v);
     if (!used.count(v)) leaves.push_back(v);

@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kMaxParams = 9;
 const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "max", "min"};
-const std::vector<std::string> kUnary = {"exp",  "log",     "sqrt", "rsqrt", "recip", "tanh",
+const std::vector<std::string> kUnary = {"exp",     "log",  "sqrt", "rsqrt", "recip", "tanh",
                                          "sigmoid", "relu", "silu", "gelu",  "neg",   "abs"};
 const std::vector<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
 const std::vector<std::string> kPads = {"0.0", "-inf", "inf", "1.0", "nan", "-0.0", "7.0"};
@@ -99,18 +99,20 @@ class TileGen {
   int Scalar(DType dtype) {
     const bool is_float = IsFloat(dtype);
     if (rng_.Chance(0.15) && p_.params.size() < kMaxParams) {
-      const std::vector<std::string> vals = is_float ? std::vector<std::string>{"0.5", "-1.5", "3", "-0", "inf"}
-                                                     : std::vector<std::string>{"3", "-2", "0", "1", "-8"};
+      const std::vector<std::string> vals =
+          is_float ? std::vector<std::string>{"0.5", "-1.5", "3", "-0", "inf"}
+                   : std::vector<std::string>{"3", "-2", "0", "1", "-8"};
       return p_.AddParam(Type{Kind::kScalar, dtype, {}}, ParamDirection::kIn, "s", rng_.Pick(vals));
     }
     if (is_float) return p_.AddLiteral(FloatLiteral(rng_), DType::kF32);
-    return p_.AddLiteral(rng_.Pick(std::vector<std::string>{"0", "1", "-1", "2", "3", "-7", "100"}));
+    return p_.AddLiteral(
+        rng_.Pick(std::vector<std::string>{"0", "1", "-1", "2", "3", "-7", "100"}));
   }
 
   // ---- Domain: a tensor shape [B x] R x C (or C alone) walked by tiles of TR x TC.
   int DomainDim(int64_t tile, int64_t max) {
-    std::vector<int64_t> sizes = {1, tile - 1, tile, tile + 1, 2 * tile + 1, 3 * tile - 1, 2,
-                                  7, 13, 37, 127};
+    std::vector<int64_t> sizes = {1, tile - 1, tile, tile + 1, 2 * tile + 1, 3 * tile - 1,
+                                  2, 7,        13,   37,       127};
     if (rng_.Chance(0.08)) sizes = {0};
     int64_t n = rng_.Pick(sizes);
     n = std::clamp<int64_t>(n, 0, max);
@@ -122,8 +124,8 @@ class TileGen {
 
   // A loop over `dim` (axis `axis` of `tensor`) in steps of DimVar `step`, appended to `loops`,
   // or (sometimes) none: then the offset is 0. Returns the offset.
-  int MaybeLoop(int tensor, int axis, int dim, int step, std::vector<Stmt>& loops,
-                double p_loop, const std::vector<std::string>& kinds) {
+  int MaybeLoop(int tensor, int axis, int dim, int step, std::vector<Stmt>& loops, double p_loop,
+                const std::vector<std::string>& kinds) {
     const bool symbolic = !p_.dims[dim].sym.empty();
     if (!rng_.Chance(p_loop)) return zero_;
     Stmt loop;
@@ -253,7 +255,8 @@ class TileGen {
     if (a < 0) return;
     const Type ta = TypeOf(a);
     const bool row = rng_.Chance(0.5);
-    Type want = row ? p_.TileType(ta.dims[0], one_, ta.dtype) : p_.TileType(one_, ta.dims[1], ta.dtype);
+    Type want =
+        row ? p_.TileType(ta.dims[0], one_, ta.dtype) : p_.TileType(one_, ta.dims[1], ta.dtype);
     int v = Pick([&](const Type& t) { return SameType(t, want); });
     if (v < 0) {
       const std::string fn = rng_.Pick(std::vector<std::string>{"sum", "max", "min"});
@@ -366,8 +369,8 @@ void TileGen::StoreSome(const std::vector<int>& domain, const std::vector<int>& 
   std::vector<int> chosen = {fits.back()};
   const bool all_leaves = rng_.Chance(0.7);
   for (int k = 1; k < (all_leaves ? 5 : count); ++k) {
-    const int v = all_leaves ? (k <= static_cast<int>(leaves.size()) ? leaves[k - 1] : -1)
-                             : rng_.Pick(fits);
+    const int v =
+        all_leaves ? (k <= static_cast<int>(leaves.size()) ? leaves[k - 1] : -1) : rng_.Pick(fits);
     if (v >= 0 && std::find(chosen.begin(), chosen.end(), v) == chosen.end()) chosen.push_back(v);
   }
   for (int v : chosen) {
@@ -455,8 +458,8 @@ void TileGen::RowLoop() {
   DagOps(rng_.Int(0, 4));
   int e = Pick([&](const Type& ty) { return SameType(ty, TypeOf(t)); });
   int r = Emit(std::string("tile.row_") + (is_max ? "max" : "sum") + " @0", {e}, vec);
-  loop.yields = {Emit(std::string("tile.") + (is_max ? "max" : "add") + " @0, @1",
-                      {loop.carried[0], r}, vec)};
+  loop.yields = {
+      Emit(std::string("tile.") + (is_max ? "max" : "add") + " @0, @1", {loop.carried[0], r}, vec)};
   loop.results = {p_.AddValue(vec, "acc")};
   block_ = &scope.body;
   pool_ = &pool;
@@ -472,8 +475,7 @@ void TileGen::RowLoop() {
 
 // A loop over the column tiles of row tiles `row` of `x` that combines every element with its
 // row's statistic `acc` and stores results.
-void TileGen::SecondPass(int x, const std::vector<int>& domain, int row, int tr, int tc,
-                         int acc) {
+void TileGen::SecondPass(int x, const std::vector<int>& domain, int row, int tr, int tc, int acc) {
   std::vector<Stmt>* const outer_block = block_;
   std::vector<int>* const outer_pool = pool_;
   std::vector<Stmt> pass;

@@ -1,8 +1,9 @@
 // The differential program fuzzer: generates random valid tensor- and tile-level programs, runs
-// each on the interpreter and every CPU target, shrinks and saves what disagrees (tests/fuzz/README.md).
-#include <CLI/CLI.hpp>
+// each on the interpreter and every CPU target, shrinks and saves what disagrees
+// (tests/fuzz/README.md).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,8 +36,8 @@ struct Options {
   bool verbose = false;
   double timeout_s = 120;
   int shrink_checks = 150;
-  double unfused = 0.5;  // share of tensor-level programs also run with fuse = false
-  bool in_process = false;  // --replay without a child per check (to run it under a debugger)
+  double unfused = 0.5;        // share of tensor-level programs also run with fuse = false
+  bool in_process = false;     // --replay without a child per check (to run it under a debugger)
   bool generate_only = false;  // verify the generated programs, run nothing
 };
 
@@ -79,9 +80,8 @@ std::set<std::string> OpSet(const Program& p) {
 // such programs get the reduction pattern instead, whose sums cannot overflow.
 bool HasReorderedSums(const Program& p) {
   static const std::set<std::string> kSums = {
-      "tensor.sum",       "tensor.softmax", "tensor.log_softmax", "tensor.rmsnorm",
-      "tensor.layernorm", "tensor.matmul",  "tile.row_sum",       "tile.col_sum",
-      "tile.matmul",      "tile.matmul_acc"};
+      "tensor.sum",    "tensor.softmax", "tensor.log_softmax", "tensor.rmsnorm", "tensor.layernorm",
+      "tensor.matmul", "tile.row_sum",   "tile.col_sum",       "tile.matmul",    "tile.matmul_acc"};
   for (const std::string& op : p.OpNames())
     if (kSums.count(op)) return true;
   return false;
@@ -106,8 +106,8 @@ class Fuzzer {
   void PrintSummary() const;
   // Shrinking may run half a minute past --minutes, so that the last finding is small too.
   ShrinkLimits Limits() const {
-    const auto end = deadline_ == Clock::time_point::max() ? deadline_
-                                                           : deadline_ + std::chrono::seconds(30);
+    const auto end =
+        deadline_ == Clock::time_point::max() ? deadline_ : deadline_ + std::chrono::seconds(30);
     return {o_.shrink_checks, end, o_.timeout_s, stderr_path_};
   }
 
@@ -147,10 +147,9 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   Case c = ToCase(prog, inputs, seed);
   ++programs_;
   tensor_programs_ += level == Level::kTensor ? 1 : 0;
-  std::printf("[%lld] seed %llu, %s level, %d ops, %s inputs:",
-              static_cast<long long>(programs_), static_cast<unsigned long long>(seed),
-              level == Level::kTensor ? "tensor" : "tile", prog.CountOps(),
-              std::string(InputsName(c.inputs)).c_str());
+  std::printf("[%lld] seed %llu, %s level, %d ops, %s inputs:", static_cast<long long>(programs_),
+              static_cast<unsigned long long>(seed), level == Level::kTensor ? "tensor" : "tile",
+              prog.CountOps(), std::string(InputsName(c.inputs)).c_str());
   if (o_.verbose) std::printf("\n%s", c.text.c_str());
   Result<ptox::Program> parsed = ptox::Program::Parse(c.text, "fuzz.pto");
   if (!parsed.ok()) {
@@ -164,7 +163,8 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   }
   std::vector<Config> configs;
   for (const std::string& t : o_.targets) configs.push_back({t, true});
-  if (level == Level::kTensor && side.Chance(o_.unfused)) configs.push_back({side.Pick(o_.targets), false});
+  if (level == Level::kTensor && side.Chance(o_.unfused))
+    configs.push_back({side.Pick(o_.targets), false});
   std::vector<Finding> failed;
   for (const Config& config : configs) {
     const auto t0 = Clock::now();
@@ -185,15 +185,15 @@ void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   std::printf("\n");
   for (size_t i = 0; i < failed.size(); ++i) {
     bool repeat = false;  // the same failure on another target of this program
-    for (size_t j = 0; j < i; ++j) repeat = repeat || SameFailure(failed[i].outcome, failed[j].outcome);
+    for (size_t j = 0; j < i; ++j)
+      repeat = repeat || SameFailure(failed[i].outcome, failed[j].outcome);
     if (!repeat) Handle(std::move(failed[i]), seed);
   }
 }
 
 bool Fuzzer::Known(const Finding& f) const {
   const Category cat = f.outcome.category;
-  if (KeyedByMessage(cat))
-    return known_errors_.count({cat, Gist(f.outcome.detail)}) > 0;
+  if (KeyedByMessage(cat)) return known_errors_.count({cat, Gist(f.outcome.detail)}) > 0;
   const std::set<std::string> ops = OpSet(f.program);
   for (const auto& [c, known] : known_results_)
     if (c == cat && std::includes(ops.begin(), ops.end(), known.begin(), known.end())) return true;
@@ -223,18 +223,17 @@ void Fuzzer::Handle(Finding f, uint64_t seed) {
   // Whether the failure needs ops whose results nothing uses (a target may drop those, and
   // with them the run-time errors the interpreter reports).
   Program live = f.program;
-  const bool dead = RemoveDeadCode(live) &&
-                    !SameFailure(Check(ToCase(live, f.c.inputs, f.c.seed), f.config, o_.timeout_s,
-                                       stderr_path_),
-                                 f.outcome);
+  const bool dead =
+      RemoveDeadCode(live) &&
+      !SameFailure(Check(ToCase(live, f.c.inputs, f.c.seed), f.config, o_.timeout_s, stderr_path_),
+                   f.outcome);
   const std::string path = Save(f, seed, before, checks, dead);
   saved_.push_back(path);
   std::printf("  shrunk from %d to %d ops in %d checks: %s\n", before, f.program.CountOps(), checks,
               path.c_str());
 }
 
-std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int checks,
-                         bool dead) {
+std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int checks, bool dead) {
   const std::string name = std::string(CategoryName(f.outcome.category)) + "-" + HashText(f.c.text);
   const fs::path file = fs::path(o_.out) / (name + ".pto");
   std::string inputs = "--seed " + std::to_string(f.c.seed);
@@ -270,9 +269,10 @@ std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int 
 
 void Fuzzer::PrintSummary() const {
   const double minutes = std::chrono::duration<double>(Clock::now() - start_).count() / 60;
-  std::printf("\nprogram fuzzer: %lld programs (%lld tensor-level, %lld tile-level) in %.1f minutes",
-              static_cast<long long>(programs_), static_cast<long long>(tensor_programs_),
-              static_cast<long long>(programs_ - tensor_programs_), minutes);
+  std::printf(
+      "\nprogram fuzzer: %lld programs (%lld tensor-level, %lld tile-level) in %.1f minutes",
+      static_cast<long long>(programs_), static_cast<long long>(tensor_programs_),
+      static_cast<long long>(programs_ - tensor_programs_), minutes);
   std::printf(", %lld invalid (generator bugs)\n", static_cast<long long>(invalid_));
   for (const auto& [label, n] : runs_)
     std::printf("  runs on %-22s %6lld, %.1f s each\n", label.c_str(), static_cast<long long>(n),
@@ -315,11 +315,13 @@ bool ParseMeta(const std::string& text, Case& c, Config& config) {
     std::istringstream in(list);
     std::string kv;
     while (std::getline(in, kv, ','))
-      if (kv.find('=') != std::string::npos) put(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+      if (kv.find('=') != std::string::npos)
+        put(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
   };
   while (line >> item) {
     const std::string key = item.substr(0, item.find('='));
-    const std::string value = item.find('=') == std::string::npos ? "" : item.substr(item.find('=') + 1);
+    const std::string value =
+        item.find('=') == std::string::npos ? "" : item.substr(item.find('=') + 1);
     if (key == "target") config.target = value;
     if (key == "fuse") config.fuse = value != "0";
     if (key == "inputs" && !ParseInputs(value, c.inputs)) return false;
@@ -352,12 +354,13 @@ int Fuzzer::Replay() {
     Config meta{"", true};
     const bool has_meta = ParseMeta(c.text, c, meta);
     std::vector<std::string> targets = o_.targets;
-    if (std::find(targets.begin(), targets.end(), meta.target) != targets.end()) targets = {meta.target};
+    if (std::find(targets.begin(), targets.end(), meta.target) != targets.end())
+      targets = {meta.target};
     std::printf("%s%s:", file.string().c_str(), has_meta ? "" : " (no ptox-fuzz line)");
     for (const std::string& t : targets) {
       const Config config{t, meta.fuse};
-      Outcome o = o_.in_process ? CheckInProcess(c, config)
-                                : Check(c, config, o_.timeout_s, stderr_path_);
+      Outcome o =
+          o_.in_process ? CheckInProcess(c, config) : Check(c, config, o_.timeout_s, stderr_path_);
       std::printf(" %s %s", t.c_str(), std::string(CategoryName(o.category)).c_str());
       if (o.category == Category::kOk) continue;
       ++failing;
@@ -374,10 +377,12 @@ int Fuzzer::Replay() {
 
 int main(int argc, char** argv) {
   ptox::fuzz::Options o;
-  CLI::App app{"Differential program fuzzer: random tensor- and tile-level programs on the "
-               "interpreter and every CPU target"};
+  CLI::App app{
+      "Differential program fuzzer: random tensor- and tile-level programs on the "
+      "interpreter and every CPU target"};
   app.add_option("--seed", o.seed, "program i is generated from seed + i")->capture_default_str();
-  app.add_option("--programs", o.programs, "how many programs (default: 20, or unbounded with --minutes)");
+  app.add_option("--programs", o.programs,
+                 "how many programs (default: 20, or unbounded with --minutes)");
   app.add_option("--minutes", o.minutes, "stop starting programs after this long");
   app.add_option("--targets", o.targets, "compiled targets to compare (default: every CPU target)")
       ->delimiter(',');
@@ -402,9 +407,9 @@ int main(int argc, char** argv) {
   // one that goes away at exit, so that ~/.cache/ptox does not fill up.
   std::string own_cache;
   if (std::getenv("PTOX_CACHE_DIR") == nullptr) {
-    own_cache = (std::filesystem::temp_directory_path() /
-                 ("ptox-fuzz-cache-" + std::to_string(getpid())))
-                    .string();
+    own_cache =
+        (std::filesystem::temp_directory_path() / ("ptox-fuzz-cache-" + std::to_string(getpid())))
+            .string();
     setenv("PTOX_CACHE_DIR", own_cache.c_str(), 1);
   }
   if (o.targets.empty())

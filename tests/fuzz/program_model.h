@@ -66,8 +66,7 @@ class Program {
   int AddDim(int64_t size, std::string sym = "");
   int AddValue(Type type, const std::string& prefix);
   int AddLiteral(const std::string& text, DType dtype = DType::kIndex);
-  int AddParam(Type type, ParamDirection dir, const std::string& prefix,
-               std::string scalar = "");
+  int AddParam(Type type, ParamDirection dir, const std::string& prefix, std::string scalar = "");
   Type TensorType(std::vector<int> dims, DType dtype) const;
   Type TileType(int rows, int cols, DType dtype) const;
   std::string TypeText(const Type& t) const;
@@ -94,8 +93,7 @@ class Program {
 };
 
 // A new Stmt of form kOp.
-Stmt MakeOp(std::string text, std::vector<int> args, std::vector<Type> types = {},
-            int result = -1);
+Stmt MakeOp(std::string text, std::vector<int> args, std::vector<Type> types = {}, int result = -1);
 
 // Drops ops whose results nothing live uses, loops and scopes without effects, and parameters no
 // statement uses. Returns whether anything was removed.

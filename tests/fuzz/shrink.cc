@@ -108,10 +108,12 @@ class Shrinker {
     for (int round = 0; progress && round < 6 && Budget(); ++round) {
       Program clean = f_.program;
       progress = RemoveDeadCode(clean) && Try(std::move(clean), f_.c.inputs, f_.c.seed);
-      progress |= Chunks([](const Stmt& s) { return s.effect; }, [](Program& p, const Path& at) {
-        BlockOf(p, at).erase(BlockOf(p, at).begin() + static_cast<std::ptrdiff_t>(at.back()));
-        return true;
-      });
+      progress |= Chunks(
+          [](const Stmt& s) { return s.effect; },
+          [](Program& p, const Path& at) {
+            BlockOf(p, at).erase(BlockOf(p, at).begin() + static_cast<std::ptrdiff_t>(at.back()));
+            return true;
+          });
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kOp && s.result >= 0; },
                          RemoveOp);
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kFor; },
@@ -212,7 +214,9 @@ std::string Gist(const std::string& detail) {
       while (i + 1 < s.size() && std::isalnum(static_cast<unsigned char>(s[i + 1]))) ++i;
       out += '#';
     } else if (c == '%' || c == '@') {
-      while (i + 1 < s.size() && (std::isalnum(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_')) ++i;
+      while (i + 1 < s.size() &&
+             (std::isalnum(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))
+        ++i;
       out += c;
     } else {
       out += c;
