@@ -78,6 +78,39 @@ bool RemoveOp(Program& p, const Path& path) {
   return true;
 }
 
+bool SameType(const Program& p, const Type& a, const Type& b) {
+  if (a.kind != b.kind || a.dtype != b.dtype || a.rank() != b.rank()) return false;
+  for (int k = 0; k < a.rank(); ++k) {
+    const DimVar &x = p.dims[a.dims[k]], &y = p.dims[b.dims[k]];
+    if (x.size != y.size || x.sym != y.sym) return false;
+  }
+  return true;
+}
+
+bool IsSelfStore(const Stmt& s) {
+  return s.text == "tensor.store @0, @1" && s.args[0] == s.args[1];
+}
+
+// Deletes the op at `path` and rewires its uses to a value of the same type it reads (an
+// operand, or what a tensor.store writes into a tensor.empty).
+bool Bypass(Program& p, const Path& path) {
+  std::vector<Stmt>& block = BlockOf(p, path);
+  const Stmt& s = block[path.back()];
+  if (s.result < 0) return false;
+  const int v = s.result;
+  int with = -1;
+  for (int a : s.args)
+    if (with < 0 && SameType(p, p.values[a].type, p.values[v].type)) with = a;
+  if (with < 0 && s.text.starts_with("tensor.empty"))
+    for (const Stmt& st : block)
+      if (st.text == "tensor.store @0, @1" && st.args[1] == v) with = st.args[0];
+  if (with < 0) return false;
+  block.erase(block.begin() + static_cast<std::ptrdiff_t>(path.back()));
+  Substitute(p, v, with);
+  std::erase_if(block, IsSelfStore);  // the store that filled the tensor.empty
+  return true;
+}
+
 // Removes the loop at `path`: its results become its inits, or (no results) its body runs once
 // in its place with the induction variable 0.
 void RemoveLoop(Program& p, const Path& path) {
@@ -116,6 +149,8 @@ class Shrinker {
           });
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kOp && s.result >= 0; },
                          RemoveOp);
+      progress |=
+          Chunks([](const Stmt& s) { return s.form == Stmt::Form::kOp && s.result >= 0; }, Bypass);
       progress |= Chunks([](const Stmt& s) { return s.form == Stmt::Form::kFor; },
                          [](Program& p, const Path& at) {
                            RemoveLoop(p, at);
