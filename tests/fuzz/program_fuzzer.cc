@@ -112,6 +112,7 @@ class Fuzzer {
   }
 
   Options o_;
+  std::string level_;  // of the program being checked
   std::string stderr_path_;
   Clock::time_point start_ = Clock::now(), deadline_ = Clock::time_point::max();
   // Failures found so far: errors by category and gist, wrong results by the ops of their
@@ -140,6 +141,7 @@ void Fuzzer::Invalid(const Case& c, const std::string& why) {
 
 void Fuzzer::FuzzOne(uint64_t seed, Level level) {
   Program prog = Generate(level, seed);
+  level_ = level == Level::kTensor ? "tensor" : "tile";
   Rng side(seed ^ 0x5DEECE66Dull);
   const Inputs kinds[] = {Inputs::kCli, Inputs::kEdge, Inputs::kReduce};
   Inputs inputs = kinds[side.Weighted({5, 3, 2})];
@@ -253,13 +255,14 @@ std::string Fuzzer::Save(const Finding& f, uint64_t seed, int original_ops, int 
     << Commented(f.outcome.detail)
     << (dead ? "// It needs dead code: without the ops whose results nothing uses, it passes.\n"
              : "")
-    << "// Reproduce from this file's directory (ptox: build/dev/ptox):\n"
+    << "// Reproduce from this file's directory (ptox: build/dev/ptox; program_fuzzer:\n"
+    << "// build/dev/tests/fuzz/program_fuzzer, which also checks guards and inputs):\n"
     << "//   ptox run " << name << ".pto" << (dims.empty() ? "" : " --dims " + dims)
     << (scalars.empty() ? "" : " --scalars " + scalars) << " " << inputs
     << " --target=" << f.config.target << " --check" << (f.config.fuse ? "" : " --no-fuse") << "\n"
-    << "// Replay: build/dev/tests/fuzz/program_fuzzer --replay=" << name << ".pto\n"
-    << "// Generated with --seed=" << seed << " (" << original_ops << " ops), shrunk to "
-    << f.program.CountOps() << " ops in " << checks << " checks.\n"
+    << "//   program_fuzzer --replay=" << name << ".pto\n"
+    << "// Shrunk from program_fuzzer --level=" << level_ << " --seed=" << seed << " --programs=1 ("
+    << original_ops << " ops) to " << f.program.CountOps() << " ops in " << checks << " checks.\n"
     << "// ptox-fuzz: target=" << f.config.target << " fuse=" << (f.config.fuse ? 1 : 0)
     << " inputs=" << InputsName(f.c.inputs) << " seed=" << f.c.seed << " dims=" << dims
     << " scalars=" << scalars << "\n";
