@@ -168,23 +168,24 @@ void ForEachUse(std::vector<Stmt>& block, F&& f) {
 
 // One backward pass over `block`: drops dead statements; `used` holds the values that later
 // statements (or an enclosing loop's yields) use. Returns whether the block keeps an effect.
-bool Sweep(std::vector<Stmt>& block, std::set<int>& used, bool& changed) {
+bool Sweep(std::vector<Stmt>& block, std::set<int>& used, const std::set<int>& keep,
+           bool& changed) {
   bool effect = false;
   for (size_t i = block.size(); i-- > 0;) {
     Stmt& s = block[i];
-    bool live = s.effect || (s.result >= 0 && used.count(s.result));
+    bool live = s.effect || (s.result >= 0 && (used.count(s.result) || keep.count(s.result)));
     if (s.form == Stmt::Form::kFor) {
       for (int r : s.results) live = live || used.count(r) > 0;
       std::set<int> inner = used;
       inner.insert(s.yields.begin(), s.yields.end());
-      const bool body_effect = Sweep(s.body, inner, changed);
+      const bool body_effect = Sweep(s.body, inner, keep, changed);
       live = live || body_effect;
       if (live) used.insert(inner.begin(), inner.end());
       if (live) used.insert(s.inits.begin(), s.inits.end());
       if (live && s.ub >= 0) used.insert(s.ub);
       effect = effect || body_effect;
     } else if (s.form == Stmt::Form::kIncore) {
-      live = Sweep(s.body, used, changed);
+      live = Sweep(s.body, used, keep, changed);
       effect = effect || live;
     } else if (live) {
       used.insert(s.args.begin(), s.args.end());
@@ -217,10 +218,10 @@ Stmt MakeOp(std::string text, std::vector<int> args, std::vector<Type> types, in
   return s;
 }
 
-bool RemoveDeadCode(Program& p) {
+bool RemoveDeadCode(Program& p, const std::set<int>& keep) {
   bool changed = false;
   std::set<int> used;
-  Sweep(p.body, used, changed);
+  Sweep(p.body, used, keep, changed);
   return RemoveUnusedParams(p) || changed;
 }
 
@@ -229,6 +230,24 @@ bool RemoveUnusedParams(Program& p) {
   const size_t before = p.params.size();
   std::erase_if(p.params, [&](const Param& q) { return !used.count(q.value); });
   return p.params.size() != before;
+}
+
+namespace {
+
+void CollectResults(const std::vector<Stmt>& block, std::set<int>& out) {
+  for (const Stmt& s : block) {
+    if (s.form == Stmt::Form::kOp && s.result >= 0) out.insert(s.result);
+    CollectResults(s.body, out);
+  }
+}
+
+}  // namespace
+
+std::set<int> DeadResults(Program& p) {
+  std::set<int> results;
+  CollectResults(p.body, results);
+  for (int v : UsedValues(p)) results.erase(v);
+  return results;
 }
 
 std::set<int> UsedValues(Program& p) {

@@ -95,9 +95,12 @@ class Program {
 // A new Stmt of form kOp.
 Stmt MakeOp(std::string text, std::vector<int> args, std::vector<Type> types = {}, int result = -1);
 
-// Drops ops whose results nothing live uses, loops and scopes without effects, and parameters no
-// statement uses. Returns whether anything was removed.
-bool RemoveDeadCode(Program& p);
+// Drops ops whose results nothing live uses (except the ops that make `keep`), loops and scopes
+// without effects, and parameters no statement uses. Returns whether anything was removed.
+bool RemoveDeadCode(Program& p, const std::set<int>& keep = {});
+
+// The results of ops that nothing uses.
+std::set<int> DeadResults(Program& p);
 
 // Drops the parameters no statement uses. Returns whether it removed any.
 bool RemoveUnusedParams(Program& p);

@@ -185,7 +185,8 @@ class Shrinker {
   }
 
   // Delta debugging: applies `edit` to chunks of the statements `want` selects, halving the
-  // chunk size down to single statements; keeps every chunk whose edit still fails.
+  // chunk size down to single statements; keeps every chunk whose edit still fails. Edits
+  // leave no new dead code, so that a reproducer has dead ops only where its bug needs them.
   template <typename W, typename E>
   bool Chunks(W&& want, E&& edit) {
     bool any = false;
@@ -196,8 +197,11 @@ class Shrinker {
         if (start >= paths.size()) break;
         const size_t end = std::min(paths.size(), start + chunk);
         Program candidate = f_.program;
+        // What the edits leave dead goes too; what was dead before stays (a bug may need it).
+        const std::set<int> dead = DeadResults(candidate);
         bool changed = false;
         for (size_t i = end; i-- > start;) changed |= edit(candidate, paths[i]);
+        RemoveDeadCode(candidate, dead);
         if (changed && Try(std::move(candidate), f_.c.inputs, f_.c.seed)) {
           any = true;  // the statements after `start` moved up: try the same position again
         } else {
