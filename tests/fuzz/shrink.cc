@@ -261,6 +261,9 @@ std::string Gist(const std::string& detail) {
       out += c;
     }
   }
+  // Float dtypes read f# now; bf16 too (the same bug shows with either 16-bit type).
+  for (size_t at = out.find("bf#"); at != std::string::npos; at = out.find("bf#", at))
+    out.erase(at, 1);
   return out;
 }
 

@@ -30,7 +30,7 @@ struct ShrinkLimits {
 Case ToCase(const Program& p, Inputs inputs, uint64_t seed);
 
 // The detail of an outcome without what differs from run to run of one bug: the target's
-// name, numbers, value names and positions.
+// name, numbers, value names, positions and which float type.
 std::string Gist(const std::string& detail);
 
 // Whether `o` shows the same failure as `want`: the same category and, for errors, the same gist.
