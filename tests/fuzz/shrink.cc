@@ -98,9 +98,14 @@ bool Bypass(Program& p, const Path& path) {
   const Stmt& s = block[path.back()];
   if (s.result < 0) return false;
   const int v = s.result;
+  // A computed operand first: replacing the op by a parameter is RemoveOp's edit already.
   int with = -1;
-  for (int a : s.args)
-    if (with < 0 && SameType(p, p.values[a].type, p.values[v].type)) with = a;
+  for (int a : s.args) {
+    if (!SameType(p, p.values[a].type, p.values[v].type)) continue;
+    const bool param =
+        std::any_of(p.params.begin(), p.params.end(), [&](const Param& q) { return q.value == a; });
+    if (with < 0 || !param) with = a;
+  }
   if (with < 0 && s.text.starts_with("tensor.empty"))
     for (const Stmt& st : block)
       if (st.text == "tensor.store @0, @1" && st.args[1] == v) with = st.args[0];
