@@ -27,10 +27,11 @@ class TileGen {
   Program Run() {
     one_ = p_.AddDim(1);
     zero_ = p_.AddLiteral("0");
-    switch (rng_.Weighted({5, 2, 3})) {
+    switch (rng_.Weighted({5, 2, 3, 3})) {
       case 0: Grid(); break;
       case 1: RowLoop(); break;
-      default: MatmulLoop(); break;
+      case 2: MatmulLoop(); break;
+      default: Pipeline(); break;
     }
     return std::move(p_);
   }
@@ -168,6 +169,7 @@ class TileGen {
   }
 
   void Grid();
+  void Pipeline();
   void RowLoop();
   void MatmulLoop();
   void KLoop(int a, int b, bool tb, const std::array<int, 3>& ijk, const std::array<int, 3>& tiles,
@@ -423,6 +425,58 @@ void TileGen::Grid() {
     }
   }
   Nest(std::move(loops), std::move(scope));
+}
+
+// Two loop nests with different tiles: the first writes an intermediate tensor (an output or a
+// tensor.empty), the second reads it back, so that the runtime must order tasks whose regions
+// overlap only in part.
+void TileGen::Pipeline() {
+  const int tr1 = TileDim({1, 2, 4, 7, 8, 16}), tc1 = TileDim({1, 3, 8, 16, 17, 64});
+  const int tr2 = TileDim({1, 2, 3, 8, 16, 32}), tc2 = TileDim({1, 5, 8, 16, 32, 128});
+  const std::vector<int> domain = {DomainDim(p_.dims[tr1].size + 1, 200),
+                                   DomainDim(p_.dims[tc1].size + 1, 400)};
+  const DType first = rng_.Chance(0.25) ? AnyType() : FloatType();
+  const int x = p_.AddParam(p_.TensorType(domain, first), ParamDirection::kIn, "x");
+  std::vector<Stmt> loops;
+  std::vector<int> offsets = DomainLoops(x, domain, {tr1, tc1}, loops);
+  Stmt scope = Incore();
+  std::vector<int> pool;
+  block_ = &scope.body;
+  pool_ = &pool;
+  Load(x, offsets, tr1, tc1);
+  DagOps(rng_.Int(0, 5));
+  int v = Pick(
+      [&](const Type& t) { return Rows(t) <= p_.dims[tr1].size && Cols(t) <= p_.dims[tc1].size; });
+  const Type mid_t = p_.TensorType(domain, TypeOf(v).dtype);
+  int mid;
+  if (rng_.Chance(0.5) && IsFloat(mid_t.dtype)) {  // tensor.empty holds float tensors only
+    std::vector<int> sizes;
+    std::string text = "tensor.empty";
+    for (int k = 0; k < 2; ++k) {
+      if (p_.dims[domain[k]].sym.empty()) continue;
+      sizes.push_back(p_.AddValue(Type{Kind::kScalar, DType::kIndex, {}}, "n"));
+      p_.body.push_back(MakeOp("tensor.dim @0, " + std::to_string(k), {x}, {}, sizes.back()));
+      text += std::string(sizes.size() == 1 ? " @" : ", @") + std::to_string(sizes.size() - 1);
+    }
+    mid = p_.AddValue(mid_t, "mid");
+    p_.body.push_back(MakeOp(text + " : #0", sizes, {mid_t}, mid));
+  } else {
+    mid = p_.AddParam(mid_t, ParamDirection::kOut, "mid");
+  }
+  Store(v, mid, offsets);
+  Nest(std::move(loops), std::move(scope));
+
+  std::vector<Stmt> loops2;
+  offsets = DomainLoops(x, domain, {tr2, tc2}, loops2);
+  Stmt scope2 = Incore();
+  std::vector<int> pool2;
+  block_ = &scope2.body;
+  pool_ = &pool2;
+  Load(mid, offsets, tr2, tc2);
+  if (rng_.Chance(0.5)) Load(x, offsets, tr2, tc2);
+  DagOps(rng_.Int(1, 6));
+  StoreSome(domain, offsets, tr2, tc2, static_cast<int>(rng_.Int(1, 2)));
+  Nest(std::move(loops2), std::move(scope2));
 }
 
 // Row statistics carried through a sequential loop over column tiles (iter args), then maybe a
