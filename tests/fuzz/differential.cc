@@ -219,13 +219,10 @@ std::string IndexText(const std::vector<int64_t>& shape, int64_t linear) {
   return s + "]";
 }
 
-// ptox run --check's comparison (tools/ptox/run_data.cc Compare): bound 0 means every bit
-// (signed zeros and NaN payloads included); otherwise |got - want| <= bound * (|want| +
-// max |want|) over finite values, NaN where the reference has NaN.
 // How element (x, y) fails ptox run --check's rule (kOk: it passes). A difference beyond the
 // bound by at most kNearFactor is kNearBound: a reordered sum that feeds an ill-conditioned op
 // (cancellation, rsqrt, log) legitimately exceeds ReorderBound's output bound by a little.
-constexpr double kNearFactor = 1024;
+constexpr double kNearFactor = 16;
 Category JudgeElement(double x, double y, double bound, double max_want) {
   if (std::isnan(x) != std::isnan(y)) return Category::kNanMismatch;
   if (bound == 0) return Category::kWrongBits;

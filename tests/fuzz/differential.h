@@ -27,8 +27,8 @@ enum class Category {
   kSpuriousError,   // a target failed at run time where the interpreter succeeded
   kMissedError,     // the interpreter failed at run time where the target succeeded
   kWrongBits,       // an output differs where ReorderBound is 0 (bit-exact ops only)
-  kWrongBound,      // an output differs by more than 1024 times the documented bound
-  kNearBound,       // ... by more than the bound, less than 1024 times it (a reordered sum
+  kWrongBound,      // an output differs by more than 16 times the documented bound
+  kNearBound,       // ... by more than the bound, less than 16 times it (a reordered sum
                     // feeding an ill-conditioned op can do that legitimately)
   kNanMismatch,     // NaN in one result where the other has a number
   kOutOfBounds,     // a write outside an argument's elements (guard bytes changed)
