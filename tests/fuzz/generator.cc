@@ -48,12 +48,6 @@ std::string FloatLiteral(Rng& rng) {
   return rng.Chance(0.7) ? rng.Pick(kNice) : rng.Pick(kEdge);
 }
 
-int64_t Numel(const Program& p, const Type& t) {
-  int64_t n = 1;
-  for (int d : t.dims) n *= p.dims[d].size;
-  return n;
-}
-
 Program Generate(Level level, uint64_t seed) {
   Rng rng(seed);
   return level == Level::kTensor ? GenerateTensor(rng) : GenerateTile(rng);

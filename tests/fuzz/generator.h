@@ -26,7 +26,6 @@ class Rng {
   }
   // An index drawn with the given relative weights.
   size_t Weighted(std::initializer_list<int> weights);
-  std::mt19937_64& engine() { return engine_; }
 
  private:
   std::mt19937_64 engine_;
@@ -46,7 +45,6 @@ int64_t AwkwardSize(Rng& rng, int64_t max, bool allow_zero);
 std::string SymbolName(int64_t n);
 // A float immediate, edge cases included (printed as the parser reads it).
 std::string FloatLiteral(Rng& rng);
-int64_t Numel(const Program& p, const Type& t);
 
 Program GenerateTensor(Rng& rng);
 Program GenerateTile(Rng& rng);

@@ -1,7 +1,6 @@
 // Tensor-level program generation: a DAG of tensor ops (broadcasting elementwise chains, casts,
 // reductions, composites, matmuls, layout ops) over static and symbolic dims, stored into outputs.
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 #include "generator.h"
