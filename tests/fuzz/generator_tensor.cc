@@ -242,8 +242,12 @@ class TensorGen {
       case 0:
       case 1: {
         const std::string op = rng_.Chance(0.5) ? "softmax" : "log_softmax";
-        std::string attr =
-            rng_.Chance(0.3) ? "" : " {axis = " + Ax(rng_.Int(0, tx.rank() - 1), tx.rank()) + "}";
+        const int axis = rng_.Chance(0.3) ? tx.rank() - 1 : rng_.Int(0, tx.rank() - 1);
+        const DimVar& d = p_.dims[tx.dims[axis]];
+        if (d.sym.empty() && d.size == 0) return;  // a static empty axis: verify error
+        std::string attr = axis == tx.rank() - 1 && rng_.Chance(0.5)
+                               ? ""
+                               : " {axis = " + Ax(axis, tx.rank()) + "}";
         Emit("tensor." + op + " @0" + attr, {x}, tx);
         return;
       }
