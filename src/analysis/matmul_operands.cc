@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/uses.h"
+#include "ir/walk.h"
 
 namespace ptox::analysis {
 namespace {
@@ -18,30 +19,23 @@ bool IsMatmulOperand(const UseSite& u) {
          (f == ir::OpFamily::kMatmulAcc && (u.operand == 1 || u.operand == 2));
 }
 
+bool IsStore(const ir::Stmt& s) {
+  return s.kind() == ir::StmtKind::kOp &&
+         ir::FamilyOf(ir::As<ir::OpStmt>(s).op()) == ir::OpFamily::kStore;
+}
+
+// Whether `s` is a tile.store or holds one.
 bool HasStore(const ir::Stmt& s) {
-  auto any = [](const ir::Block& b) {
-    return std::any_of(b.begin(), b.end(), [](const ir::StmtRef& c) { return HasStore(*c); });
-  };
-  switch (s.kind()) {
-    case ir::StmtKind::kOp: return ir::FamilyOf(ir::As<ir::OpStmt>(s).op()) == ir::OpFamily::kStore;
-    case ir::StmtKind::kFor: return any(ir::As<ir::ForStmt>(s).body());
-    case ir::StmtKind::kIf:
-      return any(ir::As<ir::IfStmt>(s).then_body()) || any(ir::As<ir::IfStmt>(s).else_body());
-    case ir::StmtKind::kIncore: return any(ir::As<ir::IncoreStmt>(s).body());
-    case ir::StmtKind::kYield: return false;
-  }
-  return false;
+  bool any = IsStore(s);
+  ir::ForEachBody(s, [&](const ir::Block& b) { any = any || ir::AnyStmt(b, IsStore); });
+  return any;
 }
 
 void Plan(const ir::Block& block, const UseMap& uses,
           std::unordered_set<const ir::ValueNode*>& out) {
   for (size_t p = 0; p < block.size(); ++p) {
     const ir::Stmt& s = *block[p];
-    if (s.kind() == ir::StmtKind::kFor) Plan(ir::As<ir::ForStmt>(s).body(), uses, out);
-    if (s.kind() == ir::StmtKind::kIf) {
-      Plan(ir::As<ir::IfStmt>(s).then_body(), uses, out);
-      Plan(ir::As<ir::IfStmt>(s).else_body(), uses, out);
-    }
+    ir::ForEachBody(s, [&](const ir::Block& b) { Plan(b, uses, out); });
     if (s.kind() != ir::StmtKind::kOp) continue;
     const auto& op = ir::As<ir::OpStmt>(s);
     if (ir::FamilyOf(op.op()) != ir::OpFamily::kLoad || !IsFloat(op.result()->type.dtype()))

@@ -8,6 +8,8 @@
 // accumulates into updates that tile in place.
 #include "analysis/tile_plan.h"
 
+#include "ir/walk.h"
+
 #include "analysis/uses.h"
 
 #include <algorithm>
@@ -58,11 +60,7 @@ class Liveness {
   void Number(const ir::Block& block) {
     for (const ir::StmtRef& s : block) {
       const int64_t at = next_++;
-      if (s->kind() == ir::StmtKind::kFor) Number(ir::As<ir::ForStmt>(*s).body());
-      if (s->kind() == ir::StmtKind::kIf) {
-        Number(ir::As<ir::IfStmt>(*s).then_body());
-        Number(ir::As<ir::IfStmt>(*s).else_body());
-      }
+      ir::ForEachBody(*s, [&](const ir::Block& b) { Number(b); });
       span_[s.get()] = {at, next_ - 1};
     }
   }

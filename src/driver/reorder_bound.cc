@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ir/signature.h"
+#include "ir/walk.h"
 #include "ops/type_rules.h"
 
 namespace ptox::driver {
@@ -26,24 +27,13 @@ class Walker {
   int64_t Block(const ir::Block& block) {
     int64_t k = 0, tensor_terms = 0;
     for (const ir::StmtRef& s : block) {
-      switch (s->kind()) {
-        case ir::StmtKind::kOp: {
-          const auto& op = ir::As<ir::OpStmt>(*s);
-          Follow(op);
-          tensor_terms += TensorTerms(op);
-          k = std::max(k, TileTerms(op));
-          break;
-        }
-        case ir::StmtKind::kFor: k = std::max(k, Block(ir::As<ir::ForStmt>(*s).body())); break;
-        case ir::StmtKind::kIncore:
-          k = std::max(k, Block(ir::As<ir::IncoreStmt>(*s).body()));
-          break;
-        case ir::StmtKind::kIf:
-          k = std::max(k, Block(ir::As<ir::IfStmt>(*s).then_body()));
-          k = std::max(k, Block(ir::As<ir::IfStmt>(*s).else_body()));
-          break;
-        case ir::StmtKind::kYield: break;
+      if (s->kind() == ir::StmtKind::kOp) {
+        const auto& op = ir::As<ir::OpStmt>(*s);
+        Follow(op);
+        tensor_terms += TensorTerms(op);
+        k = std::max(k, TileTerms(op));
       }
+      ir::ForEachBody(*s, [&](const ir::Block& b) { k = std::max(k, Block(b)); });
     }
     return k + tensor_terms;
   }

@@ -362,26 +362,11 @@ class Converter {
 
   // A scope of tensor compute ops (fuse-elementwise's groups), not a tile-level one.
   static bool IsTensorGroup(const ir::Block& body) {
-    for (const auto& s : body) {
-      switch (s->kind()) {
-        case ir::StmtKind::kOp: {
-          const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(*s).op());
-          if (ir::IsTensorLevel(f) && f != OpFamily::kTensorEmpty && f != OpFamily::kTensorStore)
-            return true;
-          break;
-        }
-        case ir::StmtKind::kFor:
-          if (IsTensorGroup(ir::As<ir::ForStmt>(*s).body())) return true;
-          break;
-        case ir::StmtKind::kIf:
-          if (IsTensorGroup(ir::As<ir::IfStmt>(*s).then_body()) ||
-              IsTensorGroup(ir::As<ir::IfStmt>(*s).else_body()))
-            return true;
-          break;
-        default: break;
-      }
-    }
-    return false;
+    return ir::AnyStmt(body, [](const ir::Stmt& s) {
+      if (s.kind() != ir::StmtKind::kOp) return false;
+      const ir::OpFamily f = ir::FamilyOf(ir::As<ir::OpStmt>(s).op());
+      return ir::IsTensorLevel(f) && f != OpFamily::kTensorEmpty && f != OpFamily::kTensorStore;
+    });
   }
 
   void Group(BlockWriter& w, const GroupOps& g) {

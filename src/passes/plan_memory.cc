@@ -19,16 +19,10 @@ namespace {
 
 // "%t tile<2048x2048xf32> (16 MiB), ..." for the largest tiles defined in a block.
 void CollectTiles(const ir::Block& block, std::vector<ir::Value>& out) {
-  for (const ir::StmtRef& s : block) {
-    if (s->kind() == ir::StmtKind::kOp)
-      for (const auto& r : ir::As<ir::OpStmt>(*s).results())
-        if (r->type.is_tile()) out.push_back(r);
-    if (s->kind() == ir::StmtKind::kFor) CollectTiles(ir::As<ir::ForStmt>(*s).body(), out);
-    if (s->kind() == ir::StmtKind::kIf) {
-      CollectTiles(ir::As<ir::IfStmt>(*s).then_body(), out);
-      CollectTiles(ir::As<ir::IfStmt>(*s).else_body(), out);
-    }
-  }
+  ir::ForEachOp(block, [&](const ir::OpStmt& op) {
+    for (const auto& r : op.results())
+      if (r->type.is_tile()) out.push_back(r);
+  });
 }
 
 std::string LargestTiles(const ir::Block& body) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/walk.h"
 
 namespace ptox::passes {
 
@@ -47,27 +48,7 @@ using Substitution = std::unordered_map<const ir::ValueNode*, ir::Operand>;
 ir::Block Substitute(const ir::Block& block, const Substitution& subst);
 ir::StmtRef Substitute(const ir::StmtRef& stmt, const Substitution& subst);
 
-// `s` with every nested block (for body, if arms, incore body) replaced by fn(block); other
-// statements unchanged.
-template <typename Fn>
-ir::StmtRef MapBodies(const ir::StmtRef& s, Fn&& fn) {
-  switch (s->kind()) {
-    case ir::StmtKind::kFor: {
-      const auto& f = ir::As<ir::ForStmt>(*s);
-      return f.WithBody(fn(f.body()));
-    }
-    case ir::StmtKind::kIf: {
-      const auto& i = ir::As<ir::IfStmt>(*s);
-      return ir::IfStmt::Make(i.cond(), fn(i.then_body()), fn(i.else_body()), i.results(),
-                              i.span());
-    }
-    case ir::StmtKind::kIncore: {
-      const auto& in = ir::As<ir::IncoreStmt>(*s);
-      return in.WithBody(fn(in.body()));
-    }
-    default: return s;
-  }
-}
+using ir::MapBodies;  // ir/walk.h
 
 // A copy of `block` in which every value it defines is a fresh value (so the copy can sit next to
 // the original in SSA form); `subst` maps uses (outer values, and the copies of inner ones).

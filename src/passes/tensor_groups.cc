@@ -98,27 +98,10 @@ void Reads(const ir::Stmt& s, std::vector<const ir::ValueNode*>& out) {
   auto add = [&](const ir::Operand& o) {
     if (o.is_value()) out.push_back(o.value().get());
   };
-  auto block = [&](const ir::Block& b) {
-    for (const auto& t : b) Reads(*t, out);
-  };
-  switch (s.kind()) {
-    case ir::StmtKind::kOp: for (const auto& a : ir::As<ir::OpStmt>(s).args()) add(a); break;
-    case ir::StmtKind::kFor: {
-      const auto& f = ir::As<ir::ForStmt>(s);
-      add(f.lb()), add(f.ub()), add(f.step());
-      for (const auto& o : f.inits()) add(o);
-      block(f.body());
-      break;
-    }
-    case ir::StmtKind::kIf: {
-      const auto& i = ir::As<ir::IfStmt>(s);
-      add(i.cond());
-      block(i.then_body()), block(i.else_body());
-      break;
-    }
-    case ir::StmtKind::kIncore: block(ir::As<ir::IncoreStmt>(s).body()); break;
-    case ir::StmtKind::kYield: for (const auto& a : ir::As<ir::YieldStmt>(s).values()) add(a); break;
-  }
+  ir::ForEachOperand(s, add);
+  ir::ForEachBody(s, [&](const ir::Block& b) {
+    ir::ForEachStmt(b, [&](const ir::Stmt& t) { ir::ForEachOperand(t, add); });
+  });
 }
 
 class Grouper {
