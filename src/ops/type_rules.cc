@@ -75,6 +75,17 @@ class Checker {
     PTOX_CHECK(declared.has_value(), span_) << OpName(op_) << " needs a result type (': type')";
     return *declared;
   }
+  // The declared result type, which must be a tile of positive extents within the limit.
+  const Type& DeclaredTile(const std::optional<Type>& declared) const {
+    const Type& t = Declared(declared);
+    PTOX_CHECK(t.is_tile(), span_) << OpName(op_) << " result must be a tile, got " << t.ToString();
+    PTOX_CHECK(t.rows() > 0 && t.cols() > 0, span_)
+        << OpName(op_) << " tile extents must be positive, got " << t.ToString();
+    PTOX_CHECK(t.rows() <= kMaxTileExtent && t.cols() <= kMaxTileExtent, span_)
+        << OpName(op_) << " tile extents are limited to " << kMaxTileExtent << ", got "
+        << t.ToString();
+    return t;
+  }
   const Span& span() const { return span_; }
   std::string_view name() const { return OpName(op_); }
 
@@ -100,7 +111,8 @@ void CheckTensorAccess(const Checker& c, const Type& tensor, const Type& tile, s
 Type CheckMatmul(const Checker& c, const Type& a, const Type& b, bool transpose_b) {
   PTOX_CHECK(a.dtype() == b.dtype(), c.span())
       << c.name() << " operand dtypes differ: " << a.ToString() << " vs " << b.ToString();
-  PTOX_CHECK(IsFloat(a.dtype()), c.span()) << c.name() << " needs float tiles, got " << a.ToString();
+  PTOX_CHECK(IsFloat(a.dtype()), c.span())
+      << c.name() << " needs float tiles, got " << a.ToString();
   int64_t k_b = transpose_b ? b.cols() : b.rows();
   int64_t n = transpose_b ? b.rows() : b.cols();
   PTOX_CHECK(a.cols() == k_b, c.span())
@@ -114,66 +126,18 @@ bool TransposeB(const Attrs& attrs) {
   return it != attrs.end() && std::get<bool>(it->second);
 }
 
-}  // namespace
-
-DType ScalarOperandDType(const std::vector<Operand>& args) {
-  for (const Operand& a : args)
-    if (a.is_value()) return a.type().dtype();
-  for (const Operand& a : args)
-    if (a.is_float()) return DType::kF32;
-  return DType::kIndex;
-}
-
-void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
-  OpFamily f = FamilyOf(op);
-  for (const auto& [name, value] : attrs) {
-    bool ok = false;
-    if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
-    if (name == "transpose_b")
-      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc ||
-            f == OpFamily::kTensorMatmul) &&
-           std::holds_alternative<bool>(value);
-    const bool is_int = std::holds_alternative<int64_t>(value);
-    if (name == "axis")
-      ok = is_int && (f == OpFamily::kTensorReduce || f == OpFamily::kTensorConcat ||
-                      op == OpCode::kTensorSoftmax || op == OpCode::kTensorLogSoftmax);
-    if (name == "keepdims") ok = f == OpFamily::kTensorReduce && std::holds_alternative<bool>(value);
-    if (name == "dim0" || name == "dim1") ok = is_int && f == OpFamily::kTensorTranspose;
-    if (name == "eps")
-      ok = std::holds_alternative<double>(value) &&
-           (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
-    if (name == "interleaved") ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
-    if (name == "op" || name == "msg")
-      ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
-    PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name
-                         << "' of this kind";
-  }
-}
-
-std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, const Attrs& attrs,
-                                const std::optional<Type>& declared, const Span& span) {
-  CheckOpAttrs(op, attrs, span);
-  Checker c(op, args, span);
+// tile.load / tile.store (offsets into a tensor) and tile.full.
+std::optional<Type> MemoryType(const Checker& c, OpCode op,
+                               [[maybe_unused]] const std::vector<Operand>& args,
+                               [[maybe_unused]] const Attrs& attrs,
+                               [[maybe_unused]] const std::optional<Type>& declared) {
   const OpFamily family = FamilyOf(op);
-  if (declared && !HasExplicitType(family) && op != OpCode::kTensorConcat) {
-    PTOX_FAIL(span) << OpName(op) << " infers its result type; remove ': "
-                    << declared->ToString() << "'";
-  }
-  auto want_tile = [&](const Type& t) {
-    PTOX_CHECK(t.is_tile(), span) << OpName(op) << " result must be a tile, got " << t.ToString();
-    PTOX_CHECK(t.rows() > 0 && t.cols() > 0, span)
-        << OpName(op) << " tile extents must be positive, got " << t.ToString();
-    PTOX_CHECK(t.rows() <= kMaxTileExtent && t.cols() <= kMaxTileExtent, span)
-        << OpName(op) << " tile extents are limited to " << kMaxTileExtent << ", got "
-        << t.ToString();
-    return t;
-  };
-  if (IsTensorLevel(family)) return InferTensorOpType(op, args, attrs, declared, span);
+  [[maybe_unused]] const Span& span = c.span();
   switch (family) {
     case OpFamily::kLoad: {
       c.MinArity(2);
       const Type& tensor = c.Tensor(0);
-      Type tile = want_tile(c.Declared(declared));
+      Type tile = c.DeclaredTile(declared);
       CheckTensorAccess(c, tensor, tile, 1, args.size());
       return tile;
     }
@@ -186,10 +150,24 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     }
     case OpFamily::kFull: {
       c.Arity(1);
-      Type tile = want_tile(c.Declared(declared));
+      Type tile = c.DeclaredTile(declared);
       c.Scalar(0, tile.dtype());
       return tile;
     }
+    default: break;
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+// Elementwise tile ops: binary, unary, compare, select, cast.
+std::optional<Type> ElementwiseType(const Checker& c, OpCode op,
+                                    [[maybe_unused]] const std::vector<Operand>& args,
+                                    [[maybe_unused]] const Attrs& attrs,
+                                    [[maybe_unused]] const std::optional<Type>& declared) {
+  const OpFamily family = FamilyOf(op);
+  [[maybe_unused]] const Span& span = c.span();
+  switch (family) {
     case OpFamily::kBinary: {
       c.Arity(2);
       const Type& a = c.Tile(0);
@@ -226,13 +204,27 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kCast: {
       c.Arity(1);
       const Type& a = c.Tile(0);
-      Type to = want_tile(c.Declared(declared));
+      Type to = c.DeclaredTile(declared);
       PTOX_CHECK(to.rows() == a.rows() && to.cols() == a.cols(), span)
           << "tile.cast cannot change the shape: " << a.ToString() << " -> " << to.ToString();
       PTOX_CHECK(to.dtype() != DType::kIndex && a.dtype() != DType::kIndex, span)
           << "tile.cast does not take index tiles";
       return to;
     }
+    default: break;
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+// Row / column reductions, argmax and row / column broadcasts.
+std::optional<Type> ReductionType(const Checker& c, OpCode op,
+                                  [[maybe_unused]] const std::vector<Operand>& args,
+                                  [[maybe_unused]] const Attrs& attrs,
+                                  [[maybe_unused]] const std::optional<Type>& declared) {
+  const OpFamily family = FamilyOf(op);
+  [[maybe_unused]] const Span& span = c.span();
+  switch (family) {
     case OpFamily::kRowReduce:
     case OpFamily::kColReduce: {
       c.Arity(1);
@@ -255,10 +247,24 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
       c.Numeric(a);
       bool row = family == OpFamily::kRowExpand;
       Type want = row ? Type::Tile(a.rows(), 1, a.dtype()) : Type::Tile(1, a.cols(), a.dtype());
-      PTOX_CHECK(b == want, span) << OpName(op) << " needs a " << want.ToString()
-                                  << " operand for " << a.ToString() << ", got " << b.ToString();
+      PTOX_CHECK(b == want, span) << OpName(op) << " needs a " << want.ToString() << " operand for "
+                                  << a.ToString() << ", got " << b.ToString();
       return a;
     }
+    default: break;
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+// Tile layout: transpose, reshape, slice, assemble.
+std::optional<Type> LayoutType(const Checker& c, OpCode op,
+                               [[maybe_unused]] const std::vector<Operand>& args,
+                               [[maybe_unused]] const Attrs& attrs,
+                               [[maybe_unused]] const std::optional<Type>& declared) {
+  const OpFamily family = FamilyOf(op);
+  [[maybe_unused]] const Span& span = c.span();
+  switch (family) {
     case OpFamily::kTranspose: {
       c.Arity(1);
       const Type& a = c.Tile(0);
@@ -267,7 +273,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kReshape: {
       c.Arity(1);
       const Type& a = c.Tile(0);
-      Type to = want_tile(c.Declared(declared));
+      Type to = c.DeclaredTile(declared);
       PTOX_CHECK(to.dtype() == a.dtype() && to.rows() * to.cols() == a.rows() * a.cols(), span)
           << "tile.reshape must keep the dtype and element count: " << a.ToString() << " -> "
           << to.ToString();
@@ -278,7 +284,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
       const Type& a = c.Tile(0);
       c.Index(1);
       c.Index(2);
-      Type to = want_tile(c.Declared(declared));
+      Type to = c.DeclaredTile(declared);
       PTOX_CHECK(to.dtype() == a.dtype() && to.rows() <= a.rows() && to.cols() <= a.cols(), span)
           << "tile.slice result " << to.ToString() << " does not fit in " << a.ToString();
       for (int i = 0; i < 2; ++i) {
@@ -302,11 +308,24 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
         const Operand& off = args[2 + i];
         int64_t lim = (i == 0 ? dst.rows() - src.rows() : dst.cols() - src.cols());
         PTOX_CHECK(!off.is_int() || (off.int_value() >= 0 && off.int_value() <= lim), span)
-            << "tile.assemble offset " << off.int_value() << " is out of bounds (0.." << lim
-            << ")";
+            << "tile.assemble offset " << off.int_value() << " is out of bounds (0.." << lim << ")";
       }
       return dst;
     }
+    default: break;
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+// tile.matmul and tile.matmul_acc.
+std::optional<Type> MatmulFamilyType(const Checker& c, OpCode op,
+                                     [[maybe_unused]] const std::vector<Operand>& args,
+                                     [[maybe_unused]] const Attrs& attrs,
+                                     [[maybe_unused]] const std::optional<Type>& declared) {
+  const OpFamily family = FamilyOf(op);
+  [[maybe_unused]] const Span& span = c.span();
+  switch (family) {
     case OpFamily::kMatmul: {
       c.Arity(2);
       return CheckMatmul(c, c.Tile(0), c.Tile(1), TransposeB(attrs));
@@ -319,6 +338,20 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
                                  << ", got " << acc.ToString();
       return acc;
     }
+    default: break;
+  }
+  PTOX_ICHECK(false) << "no type rule for " << OpName(op);
+  return std::nullopt;
+}
+
+// Scalar ops: arith.*, arith.assert, tensor.dim.
+std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
+                                     [[maybe_unused]] const std::vector<Operand>& args,
+                                     [[maybe_unused]] const Attrs& attrs,
+                                     [[maybe_unused]] const std::optional<Type>& declared) {
+  const OpFamily family = FamilyOf(op);
+  [[maybe_unused]] const Span& span = c.span();
+  switch (family) {
     case OpFamily::kScalarBinary:
     case OpFamily::kScalarCompare: {
       c.Arity(2);
@@ -368,16 +401,86 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kDim: {
       c.Arity(2);
       const Type& t = c.Tensor(0);
-      PTOX_CHECK(args[1].is_int() && args[1].int_value() >= 0 &&
-                     args[1].int_value() < t.rank(),
+      PTOX_CHECK(args[1].is_int() && args[1].int_value() >= 0 && args[1].int_value() < t.rank(),
                  span)
           << "tensor.dim axis must be an integer in [0, " << t.rank() << ")";
       return Type::Scalar(DType::kIndex);
     }
+
     default: break;
   }
   PTOX_ICHECK(false) << "no type rule for " << OpName(op);
   return std::nullopt;
+}
+
+}  // namespace
+
+DType ScalarOperandDType(const std::vector<Operand>& args) {
+  for (const Operand& a : args)
+    if (a.is_value()) return a.type().dtype();
+  for (const Operand& a : args)
+    if (a.is_float()) return DType::kF32;
+  return DType::kIndex;
+}
+
+void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
+  OpFamily f = FamilyOf(op);
+  for (const auto& [name, value] : attrs) {
+    bool ok = false;
+    if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
+    if (name == "transpose_b")
+      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc || f == OpFamily::kTensorMatmul) &&
+           std::holds_alternative<bool>(value);
+    const bool is_int = std::holds_alternative<int64_t>(value);
+    if (name == "axis")
+      ok = is_int && (f == OpFamily::kTensorReduce || f == OpFamily::kTensorConcat ||
+                      op == OpCode::kTensorSoftmax || op == OpCode::kTensorLogSoftmax);
+    if (name == "keepdims")
+      ok = f == OpFamily::kTensorReduce && std::holds_alternative<bool>(value);
+    if (name == "dim0" || name == "dim1") ok = is_int && f == OpFamily::kTensorTranspose;
+    if (name == "eps")
+      ok = std::holds_alternative<double>(value) &&
+           (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
+    if (name == "interleaved")
+      ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
+    if (name == "op" || name == "msg")
+      ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
+    PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";
+  }
+}
+
+std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, const Attrs& attrs,
+                                const std::optional<Type>& declared, const Span& span) {
+  CheckOpAttrs(op, attrs, span);
+  const OpFamily family = FamilyOf(op);
+  if (declared && !HasExplicitType(family) && op != OpCode::kTensorConcat) {
+    PTOX_FAIL(span) << OpName(op) << " infers its result type; remove ': " << declared->ToString()
+                    << "'";
+  }
+  if (IsTensorLevel(family)) return InferTensorOpType(op, args, attrs, declared, span);
+  const Checker c(op, args, span);
+  switch (family) {
+    case OpFamily::kLoad:
+    case OpFamily::kStore:
+    case OpFamily::kFull: return MemoryType(c, op, args, attrs, declared);
+    case OpFamily::kBinary:
+    case OpFamily::kUnary:
+    case OpFamily::kCompare:
+    case OpFamily::kSelect:
+    case OpFamily::kCast: return ElementwiseType(c, op, args, attrs, declared);
+    case OpFamily::kRowReduce:
+    case OpFamily::kColReduce:
+    case OpFamily::kRowArgmax:
+    case OpFamily::kRowExpand:
+    case OpFamily::kColExpand: return ReductionType(c, op, args, attrs, declared);
+    case OpFamily::kTranspose:
+    case OpFamily::kReshape:
+    case OpFamily::kSlice:
+    case OpFamily::kAssemble: return LayoutType(c, op, args, attrs, declared);
+    case OpFamily::kMatmul:
+    case OpFamily::kMatmulAcc: return MatmulFamilyType(c, op, args, attrs, declared);
+    default: return ScalarFamilyType(c, op, args, attrs, declared);
+  }
 }
 
 }  // namespace ptox::ir
