@@ -1,11 +1,13 @@
 // CPU codegen. The function's orchestration becomes `ptox_entry`, which submits one task per
-// incore scope to the runtime (tasks.cc); every SSA value becomes a C++ local (`v<N>`); tiles become
-// `pc::Tile<pc::DT::kF32, R, C>` objects with a run-time valid shape; every op becomes one call
-// into the tile library (kernels/cpu/tile.h), followed by an error check where the op can fail —
-// except chains of elementwise ops, which fusion.cc turns into one loop over the valid region.
-// A for loop's carried values and results share one variable, so yields are plain assignments.
-// The emitted code has the same semantics as the interpreter by construction: each tile-library
+// incore scope to the runtime (tasks.cc); every SSA value becomes a C++ local (`v<N>`); tiles
+// become `pc::Tile<pc::DT::kF32, R, C>` objects with a run-time valid shape; every op becomes one
+// call into the tile library (kernels/cpu/tile.h), followed by an error check where the op can fail
+// — except chains of elementwise ops, which fusion.cc turns into one loop over the valid region. A
+// for loop's carried values and results share one variable, so yields are plain assignments. The
+// emitted code has the same semantics as the interpreter by construction: each tile-library
 // function implements one interpreter op, and elementwise math comes from kernels/scalar.h.
+#include "targets/cpu/codegen.h"
+
 #include <fmt/format.h>
 
 #include <bit>
@@ -13,7 +15,6 @@
 
 #include "kernels/cpu/abi.h"
 #include "ops/type_rules.h"
-#include "targets/cpu/codegen.h"
 #include "targets/cpu/emitter.h"
 
 namespace ptox::targets::cpu {
@@ -48,18 +49,18 @@ std::string TypeName(const ir::Type& t) {
 
 // A double literal that reads back exactly (hex float), including inf / nan.
 std::string DoubleLiteral(double v) {
-  if (std::isnan(v)) return fmt::format("pc::DoubleFromBits(0x{:016x}ull)", std::bit_cast<uint64_t>(v));
+  if (std::isnan(v))
+    return fmt::format("pc::DoubleFromBits(0x{:016x}ull)", std::bit_cast<uint64_t>(v));
   if (std::isinf(v)) return v < 0 ? "(-pc::kInf)" : "pc::kInf";
   return fmt::format("{:a}", v);
 }
 
-Emitter::Emitter(const ir::Func& f) : func_(f) {
-  analysis::CollectUses(f.body, uses_, &producer_);
-}
+Emitter::Emitter(const ir::Func& f) : func_(f) { analysis::CollectUses(f.body, uses_, &producer_); }
 
 std::string Emitter::Run() {
-  out_ += "PTOX_EXPORT int ptox_entry(const pc::Arg* args, const pc::Runtime* rt, "
-          "pc::ErrorBuf* err) {\n";
+  out_ +=
+      "PTOX_EXPORT int ptox_entry(const pc::Arg* args, const pc::Runtime* rt, "
+      "pc::ErrorBuf* err) {\n";
   out_ += "  pc::Ctx ctx(err);\n";
   for (size_t i = 0; i < func_.params.size(); ++i) {
     const ir::Value& p = func_.params[i].value;
@@ -159,8 +160,7 @@ void Emitter::DeferFulls(const ir::Block& body) {
   auto produced_by = [&](const ir::Operand& o, ir::OpFamily family) -> const ir::OpStmt* {
     if (!o.is_value()) return nullptr;
     auto it = producer_.find(o.value().get());
-    return it != producer_.end() && ir::FamilyOf(it->second->op()) == family ? it->second
-                                                                              : nullptr;
+    return it != producer_.end() && ir::FamilyOf(it->second->op()) == family ? it->second : nullptr;
   };
   for (const ir::StmtRef& s : body) {
     if (s->kind() == ir::StmtKind::kIf) {
@@ -194,8 +194,8 @@ void CheckNoTensorResults(const std::vector<ir::Value>& results, const Span& spa
                           std::string_view what) {
   for (const ir::Value& r : results)
     PTOX_SUPPORTED(!r->type.is_tensor(), span)
-        << "the CPU target does not carry tensors through " << what << " yet (%" << r->name
-        << ": " << r->type.ToString() << "); the interpreter runs it";
+        << "the CPU target does not carry tensors through " << what << " yet (%" << r->name << ": "
+        << r->type.ToString() << "); the interpreter runs it";
 }
 
 }  // namespace
@@ -292,11 +292,11 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
     sizes += sizes.empty() ? "" : ", ";
     sizes += d.is_static() ? fmt::format("int64_t{{{}}}", d.size) : Operand(op.args()[next++]);
   }
-  const std::string label =
-      res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
+  const std::string label = res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
   Line(depth, fmt::format("int64_t {}_id = -1;", r));
   Line(depth, fmt::format("const pc::TensorArg& {0} = pc::Empty<{1}>(ctx, rt, {{{2}}}, {3}, {4}, "
-                          "&{0}_id);", r, DTypeEnum(res->type.dtype()), sizes, where, label));
+                          "&{0}_id);",
+                          r, DTypeEnum(res->type.dtype()), sizes, where, label));
   Check(depth);
 }
 
@@ -343,7 +343,109 @@ void Emitter::Assert(const ir::OpStmt& op, int depth) {
   Line(depth, "}");
 }
 
-// The tile-library call for each op family; `r` is the result variable (declared first).
+// The C++ expression of a scalar op's result.
+std::string Emitter::ScalarExpr(const ir::OpStmt& op, const std::string& where) {
+  const auto& a = op.args();
+  const std::string dt = DTypeEnum(op.result()->type.dtype());
+  const std::string functor = Functor(op.op());
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kScalarBinary:
+      return fmt::format("pc::Arith<{}, {}>(ctx, {}, {}, {})", functor, dt, Operand(a[0]),
+                         Operand(a[1]), where);
+    case ir::OpFamily::kScalarCompare: {
+      return fmt::format("pc::ArithCompare<{}, {}>(ctx, {}, {}, {})", functor,
+                         DTypeEnum(ir::ScalarOperandDType(a)), Operand(a[0]), Operand(a[1]), where);
+    }
+    case ir::OpFamily::kScalarSelect:
+      return fmt::format(
+          "({0} ? pc::ScalarAs<{1}>(ctx, {2}, {4}) : pc::ScalarAs<{1}>(ctx, {3}, {4}))",
+          Operand(a[0]), dt, Operand(a[1]), Operand(a[2]), where);
+    case ir::OpFamily::kScalarCast:
+      return fmt::format("pc::ScalarCast<{}, {}>(ctx, {}, {})", DTypeEnum(a[0].type().dtype()), dt,
+                         Operand(a[0]), where);
+    case ir::OpFamily::kDim: return fmt::format("{}.shape[{}]", Operand(a[0]), a[1].int_value());
+    default: PTOX_ICHECK(false) << "scalar result from " << ir::OpName(op.op());
+  }
+  return {};
+}
+
+// The tile-library call of a tile op that writes tile `r` (declared first).
+std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
+                              const std::string& where) {
+  const auto& a = op.args();
+  const ir::OpFamily family = ir::FamilyOf(op.op());
+  const std::string functor = Functor(op.op());
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kLoad: {
+      auto pad = op.attrs().find("pad");
+      double p = pad == op.attrs().end() ? 0.0 : std::get<double>(pad->second);
+      return fmt::format("pc::Load(ctx, {}, {}, {{{}}}, {}, {})", r, Operand(a[0]),
+                         Operands(a, 1, a.size()), DoubleLiteral(p), where);
+    }
+    case ir::OpFamily::kFull:
+      return fmt::format("pc::Full(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kBinary:
+      return fmt::format("pc::Binary<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
+                         Operand(a[1]), where);
+    case ir::OpFamily::kUnary:
+      return fmt::format("pc::Unary<{}>(ctx, {}, {}, {})", functor, r, Operand(a[0]), where);
+    case ir::OpFamily::kCompare:
+      return fmt::format("pc::Compare<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
+                         Operand(a[1]), where);
+    case ir::OpFamily::kSelect:
+      return fmt::format("pc::Select(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
+                         Operand(a[2]), where);
+    case ir::OpFamily::kCast:
+      return fmt::format("pc::Cast(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kRowReduce:
+    case ir::OpFamily::kColReduce:
+      uses_reduce_ = true;
+      return fmt::format("pc::{}<{}>(ctx, {}, {}, {})",
+                         family == ir::OpFamily::kRowReduce ? "RowReduce" : "ColReduce", functor, r,
+                         Operand(a[0]), where);
+    case ir::OpFamily::kRowArgmax:
+      uses_reduce_ = true;
+      return fmt::format("pc::RowArgmax(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kRowExpand:
+    case ir::OpFamily::kColExpand:
+      uses_reduce_ = true;
+      return fmt::format("pc::{}<{}>(ctx, {}, {}, {}, {})",
+                         family == ir::OpFamily::kRowExpand ? "RowExpand" : "ColExpand", functor, r,
+                         Operand(a[0]), Operand(a[1]), where);
+    case ir::OpFamily::kTranspose:
+      return fmt::format("pc::Transpose(ctx, {}, {})", r, Operand(a[0]));
+    case ir::OpFamily::kReshape:
+      return fmt::format("pc::Reshape(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kSlice:
+      return fmt::format("pc::Slice(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
+                         Operand(a[2]), where);
+    case ir::OpFamily::kAssemble:
+      return fmt::format("pc::Assemble(ctx, {}, {}, {}, {}, {}, {})", r, Operand(a[0]),
+                         Operand(a[1]), Operand(a[2]), Operand(a[3]), where);
+    case ir::OpFamily::kMatmul:
+    case ir::OpFamily::kMatmulAcc: {
+      uses_matmul_ = true;
+      auto tb = op.attrs().find("transpose_b");
+      bool trans = tb != op.attrs().end() && std::get<bool>(tb->second);
+      if (auto full = acc_on_full_.find(op.result().get()); full != acc_on_full_.end()) {
+        return fmt::format(
+            "pc::MatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols, {5})", trans, r,
+            Operand(a[1]), Operand(a[2]), Operand(full->second->args()[0]),
+            Where(*full->second, "tile.full"));
+      }
+      return family == ir::OpFamily::kMatmul
+                 ? fmt::format("pc::Matmul<{}>(ctx, {}, {}, {})", trans, r, Operand(a[0]),
+                               Operand(a[1]))
+                 : fmt::format("pc::MatmulAcc<{}>(ctx, {}, {}, {}, {})", trans, r, Operand(a[0]),
+                               Operand(a[1]), Operand(a[2]));
+    }
+    default: PTOX_UNSUPPORTED() << "the CPU target cannot generate " << ir::OpName(op.op());
+  }
+  return {};
+}
+
+// One op: a scalar expression, a store, a view of a matmul operand, or a tile-library call
+// into the result tile (declared first), each followed by an error check where it can fail.
 void Emitter::Op(const ir::OpStmt& op, int depth) {
   if (!op.results().empty() && Inlined(op.result())) return;  // computed where it is used
   if (EmitFusedRoot(op, depth)) return;
@@ -351,8 +453,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
-  std::string where = Where(op, ir::OpName(op.op()));
-  std::string functor = Functor(op.op());
+  const std::string where = Where(op, ir::OpName(op.op()));
   if (family == ir::OpFamily::kStore) {
     const ir::Type& t = a[1].type();
     Line(depth, fmt::format("pc::Store<{}>(ctx, {}, {}, {{{}}}, {});", DTypeEnum(t.dtype()),
@@ -361,42 +462,16 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
     return;
   }
   const ir::Value& res = op.result();
-  std::string r = Name(res);
+  const std::string r = Name(res);
   const ir::Type& rt = res->type;
   if (rt.is_scalar()) {
-    std::string dt = DTypeEnum(rt.dtype());
-    std::string expr;
-    switch (family) {
-      case ir::OpFamily::kScalarBinary:
-        expr = fmt::format("pc::Arith<{}, {}>(ctx, {}, {}, {})", functor, dt, Operand(a[0]),
-                           Operand(a[1]), where);
-        break;
-      case ir::OpFamily::kScalarCompare: {
-        expr = fmt::format("pc::ArithCompare<{}, {}>(ctx, {}, {}, {})", functor,
-                           DTypeEnum(ir::ScalarOperandDType(a)), Operand(a[0]), Operand(a[1]),
-                           where);
-        break;
-      }
-      case ir::OpFamily::kScalarSelect:
-        expr = fmt::format("({0} ? pc::ScalarAs<{1}>(ctx, {2}, {4}) : pc::ScalarAs<{1}>(ctx, {3}, {4}))",
-                           Operand(a[0]), dt, Operand(a[1]), Operand(a[2]), where);
-        break;
-      case ir::OpFamily::kScalarCast:
-        expr = fmt::format("pc::ScalarCast<{}, {}>(ctx, {}, {})", DTypeEnum(a[0].type().dtype()),
-                           dt, Operand(a[0]), where);
-        break;
-      case ir::OpFamily::kDim:
-        expr = fmt::format("{}.shape[{}]", Operand(a[0]), a[1].int_value());
-        break;
-      default: PTOX_ICHECK(false) << "scalar result from " << ir::OpName(op.op());
-    }
-    Line(depth, fmt::format("const {} {} = {};", TypeName(rt), r, expr));
+    Line(depth, fmt::format("const {} {} = {};", TypeName(rt), r, ScalarExpr(op, where)));
     if (family != ir::OpFamily::kDim) Check(depth);
     return;
   }
   if (views_.count(res.get())) {
-    Line(depth, fmt::format("pc::View<{}, {}, {}> {};", DTypeEnum(rt.dtype()), rt.rows(),
-                            rt.cols(), r));
+    Line(depth,
+         fmt::format("pc::View<{}, {}, {}> {};", DTypeEnum(rt.dtype()), rt.rows(), rt.cols(), r));
     Line(depth, fmt::format("pc::LoadView(ctx, {}, {}, {{{}}}, {});", r, Operand(a[0]),
                             Operands(a, 1, a.size()), where));
     Check(depth);
@@ -408,90 +483,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
                             ir::OpName(op.op())));
     return;
   }
-  std::string call;
-  switch (family) {
-    case ir::OpFamily::kLoad: {
-      auto pad = op.attrs().find("pad");
-      double p = pad == op.attrs().end() ? 0.0 : std::get<double>(pad->second);
-      call = fmt::format("pc::Load(ctx, {}, {}, {{{}}}, {}, {})", r, Operand(a[0]),
-                         Operands(a, 1, a.size()), DoubleLiteral(p), where);
-      break;
-    }
-    case ir::OpFamily::kFull:
-      call = fmt::format("pc::Full(ctx, {}, {}, {})", r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kBinary:
-      call = fmt::format("pc::Binary<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
-                         Operand(a[1]), where);
-      break;
-    case ir::OpFamily::kUnary:
-      call = fmt::format("pc::Unary<{}>(ctx, {}, {}, {})", functor, r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kCompare:
-      call = fmt::format("pc::Compare<{}>(ctx, {}, {}, {}, {})", functor, r, Operand(a[0]),
-                         Operand(a[1]), where);
-      break;
-    case ir::OpFamily::kSelect:
-      call = fmt::format("pc::Select(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
-                         Operand(a[2]), where);
-      break;
-    case ir::OpFamily::kCast:
-      call = fmt::format("pc::Cast(ctx, {}, {}, {})", r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kRowReduce:
-    case ir::OpFamily::kColReduce:
-      uses_reduce_ = true;
-      call = fmt::format("pc::{}<{}>(ctx, {}, {}, {})",
-                         family == ir::OpFamily::kRowReduce ? "RowReduce" : "ColReduce", functor,
-                         r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kRowArgmax:
-      uses_reduce_ = true;
-      call = fmt::format("pc::RowArgmax(ctx, {}, {}, {})", r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kRowExpand:
-    case ir::OpFamily::kColExpand:
-      uses_reduce_ = true;
-      call = fmt::format("pc::{}<{}>(ctx, {}, {}, {}, {})",
-                         family == ir::OpFamily::kRowExpand ? "RowExpand" : "ColExpand", functor,
-                         r, Operand(a[0]), Operand(a[1]), where);
-      break;
-    case ir::OpFamily::kTranspose:
-      call = fmt::format("pc::Transpose(ctx, {}, {})", r, Operand(a[0]));
-      break;
-    case ir::OpFamily::kReshape:
-      call = fmt::format("pc::Reshape(ctx, {}, {}, {})", r, Operand(a[0]), where);
-      break;
-    case ir::OpFamily::kSlice:
-      call = fmt::format("pc::Slice(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
-                         Operand(a[2]), where);
-      break;
-    case ir::OpFamily::kAssemble:
-      call = fmt::format("pc::Assemble(ctx, {}, {}, {}, {}, {}, {})", r, Operand(a[0]),
-                         Operand(a[1]), Operand(a[2]), Operand(a[3]), where);
-      break;
-    case ir::OpFamily::kMatmul:
-    case ir::OpFamily::kMatmulAcc: {
-      uses_matmul_ = true;
-      auto tb = op.attrs().find("transpose_b");
-      bool trans = tb != op.attrs().end() && std::get<bool>(tb->second);
-      if (auto full = acc_on_full_.find(res.get()); full != acc_on_full_.end()) {
-        call = fmt::format(
-            "pc::MatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols, {5})", trans,
-            r, Operand(a[1]), Operand(a[2]), Operand(full->second->args()[0]),
-            Where(*full->second, "tile.full"));
-        break;
-      }
-      call = family == ir::OpFamily::kMatmul
-                 ? fmt::format("pc::Matmul<{}>(ctx, {}, {}, {})", trans, r, Operand(a[0]),
-                               Operand(a[1]))
-                 : fmt::format("pc::MatmulAcc<{}>(ctx, {}, {}, {}, {})", trans, r,
-                               Operand(a[0]), Operand(a[1]), Operand(a[2]));
-      break;
-    }
-    default: PTOX_UNSUPPORTED() << "the CPU target cannot generate " << ir::OpName(op.op());
-  }
-  Line(depth, call + ";");
+  Line(depth, TileCall(op, r, where) + ";");
   Check(depth);
 }
 

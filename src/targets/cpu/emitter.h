@@ -49,6 +49,8 @@ class Emitter {
   void For(const ir::ForStmt& f, int depth);
   void If(const ir::IfStmt& s, int depth);
   void Op(const ir::OpStmt& op, int depth);
+  std::string ScalarExpr(const ir::OpStmt& op, const std::string& where);
+  std::string TileCall(const ir::OpStmt& op, const std::string& r, const std::string& where);
   void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)
   void Assert(const ir::OpStmt& op, int depth);
   void Incore(const ir::IncoreStmt& s, int depth);
