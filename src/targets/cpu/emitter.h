@@ -27,6 +27,7 @@ using analysis::UseSite;
 
 class Emitter {
  public:
+  friend class FusedLoop;  // fusion.cc: one fused elementwise loop
   explicit Emitter(const ir::Func& f);
   std::string Run();
 

@@ -97,6 +97,151 @@ void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
   plan(scope.body());
 }
 
+// One fused loop over the valid region of a root op's result: each inlined op becomes a line of
+// the per-element body, each inlined load / the store a window located before the loop, each
+// materialized tile or scalar operand a read (clipping the valid region by the tile's).
+class FusedLoop {
+ public:
+  FusedLoop(Emitter& e, const ir::Type& shape) : e_(e), shape_(shape), id_(e.fused_loops_++) {}
+
+  // The per-element expression name of operand `a` of `op`, computing in dtype `d`.
+  std::string Operand(const ir::Operand& a, DType d, const ir::OpStmt& op) {
+    if (!a.is_value() || !a.type().is_tile()) {  // a scalar broadcast to every element
+      std::string s = Fresh("s");
+      pre_.push_back(fmt::format("const auto {} = pc::ScalarAs<{}>(ctx, {}, {});", s, DTypeEnum(d),
+                                 e_.Operand(a), e_.Where(op, ir::OpName(op.op()))));
+      pre_.push_back("if (ctx.failed()) return ctx.code();");
+      return s;
+    }
+    const ir::Value& v = a.value();
+    if (auto it = elem_.find(v.get()); it != elem_.end()) return it->second;
+    std::string x;
+    if (e_.Inlined(v)) {
+      x = Element(*e_.producer_.at(v.get()));
+    } else {  // a materialized tile: read it, and clip the valid region by it
+      x = Fresh("e");
+      body_.push_back(
+          fmt::format("const auto {} = {}.v[r * {} + c];", x, e_.Name(v), shape_.cols()));
+      pre_.push_back(fmt::format(
+          "vr = std::min<int64_t>(vr, {0}.vr); vc = std::min<int64_t>(vc, {0}.vc);", e_.Name(v)));
+    }
+    elem_[v.get()] = x;
+    return x;
+  }
+
+  // The per-element expression of an inlined op (or the root).
+  std::string Element(const ir::OpStmt& op) {
+    const auto& a = op.args();
+    const ir::Type& rt = op.result()->type;
+    const std::string x = Fresh("e"), d = DTypeEnum(rt.dtype()), fn = Functor(op.op());
+    switch (ir::FamilyOf(op.op())) {
+      case ir::OpFamily::kLoad: {
+        const std::string w = Window(a[0], a, 1, d, e_.Where(op, "tile.load"));
+        body_.push_back(fmt::format(
+            "const auto {} = pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride);", x, d, w, w));
+        break;
+      }
+      case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
+        const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
+        body_.push_back(
+            fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}));", x, d, fn, y, z));
+        break;
+      }
+      case ir::OpFamily::kUnary:
+        body_.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", x, d, fn,
+                                    Operand(a[0], rt.dtype(), op)));
+        break;
+      case ir::OpFamily::kCompare: {
+        const DType in = a[0].type().dtype();
+        const std::string y = Operand(a[0], in, op), z = Operand(a[1], in, op);
+        body_.push_back(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", x, fn, y, z));
+        break;
+      }
+      case ir::OpFamily::kSelect: {
+        const std::string c = Operand(a[0], DType::kBool, op), y = Operand(a[1], rt.dtype(), op),
+                          z = Operand(a[2], rt.dtype(), op);
+        body_.push_back(fmt::format("const auto {} = {} ? {} : {};", x, c, y, z));
+        break;
+      }
+      case ir::OpFamily::kCast: {
+        const DType in = a[0].type().dtype();
+        const std::string y = Operand(a[0], in, op);
+        body_.push_back(fmt::format("pc::Storage<{}> {};", d, x));
+        body_.push_back(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, y, x));
+        break;
+      }
+      case ir::OpFamily::kRowExpand:
+      case ir::OpFamily::kColExpand: {
+        const bool row = ir::FamilyOf(op.op()) == ir::OpFamily::kRowExpand;
+        const std::string v = e_.Name(a[1].value()), y = Operand(a[0], rt.dtype(), op);
+        pre_.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
+                           : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
+        body_.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", x, d,
+                                    fn, y, v, row ? "r" : "c"));
+        break;
+      }
+      default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
+    }
+    return x;
+  }
+
+  // The window of a load / store: tensor `t` at offsets args[first..], located before the loop.
+  std::string Window(const ir::Operand& t, const std::vector<ir::Operand>& args, size_t first,
+                     const std::string& dtype, const std::string& where) {
+    const std::string w = Fresh("w");
+    pre_.push_back(fmt::format("pc::Window {};", w));
+    pre_.push_back(fmt::format(
+        "if (!pc::Locate(ctx, {}, {{{}}}, sizeof(pc::Memory<{}>), {}, &{})) return ctx.code();",
+        e_.Operand(t), e_.Operands(args, first, args.size()), dtype, where, w));
+    pre_.push_back(fmt::format(
+        "vr = std::min<int64_t>(vr, {0}.rows); vc = std::min<int64_t>(vc, {0}.cols);", w));
+    windows_.push_back(w);
+    return w;
+  }
+
+  void Body(std::string line) { body_.push_back(std::move(line)); }
+
+  // The loop, once per row, specialized for contiguous windows.
+  void Emit(int depth, const std::string& dest) {
+    e_.Line(depth, fmt::format("{{  // fused loop {}", id_));
+    e_.Line(depth + 1, fmt::format("int64_t vr = {}, vc = {};", shape_.rows(), shape_.cols()));
+    for (const std::string& p : pre_) e_.Line(depth + 1, p);
+    // One branch on all strides at once (`&`, not `&&`): with a chain of short-circuit tests g++
+    // threaded the all-contiguous case into a scalar copy of the strided loop (4-input kernels
+    // ran at a quarter of the bandwidth).
+    std::string contiguous = "true";
+    for (const std::string& w : windows_) contiguous += " & (" + w + ".col_stride == 1)";
+    e_.Line(depth + 1, "auto rows = [&](auto contig) {");
+    e_.Line(depth + 2, "constexpr bool kContig = decltype(contig)::value;");
+    e_.Line(depth + 2, "for (int64_t r = 0; r < vr; ++r) {");
+    for (const std::string& w : windows_)
+      e_.Line(
+          depth + 3,
+          fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
+    e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
+    for (const std::string& b : body_) e_.Line(depth + 4, b);
+    e_.Line(depth + 3, "}");
+    e_.Line(depth + 2, "}");
+    e_.Line(depth + 1, "};");
+    e_.Line(depth + 1,
+            fmt::format("if ({}) rows(std::true_type{{}}); else rows(std::false_type{{}});",
+                        contiguous));
+    if (!dest.empty()) e_.Line(depth + 1, fmt::format("pc::SetValid({}, vr, vc);", dest));
+    e_.Line(depth, "}");
+  }
+
+ private:
+  std::string Fresh(const char* p) { return fmt::format("{}{}_{}", p, id_, counter_++); }
+
+  Emitter& e_;
+  const ir::Type& shape_;
+  const int id_;
+  int counter_ = 0;
+  std::vector<std::string> pre_, body_;  // before the loop; per element
+  std::vector<std::string> windows_;     // inlined loads and the store: "w<k>" names
+  std::unordered_map<const ir::ValueNode*, std::string> elem_;
+};
+
 bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   const bool store = ir::FamilyOf(root.op()) == ir::OpFamily::kStore;
   if (store ? !Inlined(root.args()[0].value()) : !FusibleOp(root)) return false;
@@ -106,137 +251,22 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
     if (!any) return false;
   }
   const ir::Type& shape = store ? root.args()[0].type() : root.result()->type;
-  const int id = fused_loops_++;
-  std::vector<std::string> pre, body;  // before the loop; per element
-  std::vector<std::string> windows;     // inlined loads and the store: "w<k>" names
-  std::unordered_map<const ir::ValueNode*, std::string> elem;
-  int counter = 0;
-  auto fresh = [&](const char* p) { return fmt::format("{}{}_{}", p, id, counter++); };
-
-  std::function<std::string(const ir::OpStmt&)> visit_op;
-  // The per-element expression name for operand `a` of `op`, computing in dtype `d`.
-  auto operand = [&](const ir::Operand& a, DType d, const ir::OpStmt& op) -> std::string {
-    if (a.is_value() && a.type().is_tile()) {
-      const ir::Value& v = a.value();
-      if (auto it = elem.find(v.get()); it != elem.end()) return it->second;
-      std::string e;
-      if (Inlined(v)) {
-        e = visit_op(*producer_.at(v.get()));
-      } else {  // a materialized tile: read it, and clip the valid region by it
-        e = fresh("e");
-        body.push_back(fmt::format("const auto {} = {}.v[r * {} + c];", e, Name(v), shape.cols()));
-        pre.push_back(fmt::format("vr = std::min<int64_t>(vr, {0}.vr); vc = std::min<int64_t>(vc, {0}.vc);", Name(v)));
-      }
-      elem[v.get()] = e;
-      return e;
-    }
-    std::string s = fresh("s");  // a scalar broadcast to every element
-    pre.push_back(fmt::format("const auto {} = pc::ScalarAs<{}>(ctx, {}, {});", s, DTypeEnum(d),
-                              Operand(a), Where(op, ir::OpName(op.op()))));
-    pre.push_back("if (ctx.failed()) return ctx.code();");
-    return s;
-  };
-  visit_op = [&](const ir::OpStmt& op) -> std::string {
-    const auto& a = op.args();
-    const ir::Type& rt = op.result()->type;
-    std::string e = fresh("e"), d = DTypeEnum(rt.dtype());
-    std::string fn = Functor(op.op());
-    switch (ir::FamilyOf(op.op())) {
-      case ir::OpFamily::kLoad: {
-        std::string w = fresh("w");
-        pre.push_back(fmt::format("pc::Window {};", w));
-        pre.push_back(fmt::format(
-            "if (!pc::Locate(ctx, {}, {{{}}}, sizeof(pc::Memory<{}>), {}, &{})) return ctx.code();",
-            Operand(a[0]), Operands(a, 1, a.size()), d, Where(op, "tile.load"), w));
-        pre.push_back(fmt::format("vr = std::min<int64_t>(vr, {0}.rows); vc = std::min<int64_t>(vc, {0}.cols);", w));
-        windows.push_back(w);
-        body.push_back(fmt::format("const auto {} = pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride);", e, d, w, w));
-        break;
-      }
-      case ir::OpFamily::kBinary: {
-        std::string x = operand(a[0], rt.dtype(), op), y = operand(a[1], rt.dtype(), op);
-        body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}));", e, d, fn, x, y));
-        break;
-      }
-      case ir::OpFamily::kUnary:
-        body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", e, d, fn,
-                                   operand(a[0], rt.dtype(), op)));
-        break;
-      case ir::OpFamily::kCompare: {
-        DType in = a[0].type().dtype();
-        std::string x = operand(a[0], in, op), y = operand(a[1], in, op);
-        body.push_back(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", e, fn, x, y));
-        break;
-      }
-      case ir::OpFamily::kSelect: {
-        std::string c = operand(a[0], DType::kBool, op), x = operand(a[1], rt.dtype(), op),
-                    y = operand(a[2], rt.dtype(), op);
-        body.push_back(fmt::format("const auto {} = {} ? {} : {};", e, c, x, y));
-        break;
-      }
-      case ir::OpFamily::kCast: {
-        DType in = a[0].type().dtype();
-        std::string x = operand(a[0], in, op);
-        body.push_back(fmt::format("pc::Storage<{}> {};", d, e));
-        body.push_back(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, x, e));
-        break;
-      }
-      case ir::OpFamily::kRowExpand:
-      case ir::OpFamily::kColExpand: {
-        bool row = ir::FamilyOf(op.op()) == ir::OpFamily::kRowExpand;
-        std::string v = Name(a[1].value()), x = operand(a[0], rt.dtype(), op);
-        pre.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
-                          : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
-        body.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", e, d,
-                                   fn, x, v, row ? "r" : "c"));
-        break;
-      }
-      default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
-    }
-    return e;
-  };
-
-  std::string result, store_w, dest;
+  FusedLoop loop(*this, shape);
   if (store) {
-    result = operand(root.args()[0], shape.dtype(), root);
-    store_w = fresh("w");
-    const auto& a = root.args();
-    pre.push_back(fmt::format("pc::Window {};", store_w));
-    pre.push_back(fmt::format(
-        "if (!pc::Locate(ctx, {}, {{{}}}, sizeof(pc::Memory<{}>), {}, &{})) return ctx.code();",
-        Operand(a[1]), Operands(a, 2, a.size()), DTypeEnum(shape.dtype()), Where(root, "tile.store"), store_w));
-    pre.push_back(fmt::format("vr = std::min<int64_t>(vr, {0}.rows); vc = std::min<int64_t>(vc, {0}.cols);", store_w));
-    windows.push_back(store_w);
-    body.push_back(fmt::format("pc::Put<{}>(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
-                               DTypeEnum(shape.dtype()), store_w, store_w, result));
-  } else {
-    dest = Name(root.result());
-    DeclareTile(depth, root.result(), dest);
-    result = visit_op(root);
-    body.push_back(fmt::format("{}.v[r * {} + c] = {};", dest, shape.cols(), result));
+    const std::string result = loop.Operand(root.args()[0], shape.dtype(), root);
+    const std::string d = DTypeEnum(shape.dtype());
+    const std::string w = loop.Window(root.args()[1], root.args(), 2, d, Where(root, "tile.store"));
+    loop.Body(
+        fmt::format("pc::Put<{}>(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
+                    d, w, w, result));
+    loop.Emit(depth, "");
+    return true;
   }
-
-  Line(depth, fmt::format("{{  // fused loop {}", id));
-  Line(depth + 1, fmt::format("int64_t vr = {}, vc = {};", shape.rows(), shape.cols()));
-  for (const std::string& p : pre) Line(depth + 1, p);
-  // One branch on all strides at once (`&`, not `&&`): with a chain of short-circuit tests g++
-  // threaded the all-contiguous case into a scalar copy of the strided loop (4-input kernels ran
-  // at a quarter of the bandwidth).
-  std::string contiguous = "true";
-  for (const std::string& w : windows) contiguous += " & (" + w + ".col_stride == 1)";
-  Line(depth + 1, "auto rows = [&](auto contig) {");
-  Line(depth + 2, "constexpr bool kContig = decltype(contig)::value;");
-  Line(depth + 2, "for (int64_t r = 0; r < vr; ++r) {");
-  for (const std::string& w : windows)
-    Line(depth + 3, fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
-  Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
-  for (const std::string& b : body) Line(depth + 4, b);
-  Line(depth + 3, "}");
-  Line(depth + 2, "}");
-  Line(depth + 1, "};");
-  Line(depth + 1, fmt::format("if ({}) rows(std::true_type{{}}); else rows(std::false_type{{}});", contiguous));
-  if (!store) Line(depth + 1, fmt::format("pc::SetValid({}, vr, vc);", dest));
-  Line(depth, "}");
+  const std::string dest = Name(root.result());
+  DeclareTile(depth, root.result(), dest);
+  const std::string result = loop.Element(root);
+  loop.Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape.cols(), result));
+  loop.Emit(depth, dest);
   return true;
 }
 
