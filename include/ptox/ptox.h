@@ -78,10 +78,15 @@ struct TaskTrace {
   int64_t bytes_read, bytes_written, flops;
 };
 
+// The most worker threads a run may ask for (RunOptions::num_threads, PTOX_NUM_THREADS).
+inline constexpr int kMaxThreads = 1024;
+
 struct RunOptions {
   std::string target = "interp";  // "interp", "cpu" (best ISA), "cpu-avx512", "cpu-avx2", ...
   std::string function;           // empty: the last function in the module
-  int num_threads = 0;            // worker threads; 0: PTOX_NUM_THREADS or one per core
+  // Worker threads, at most kMaxThreads; 0: PTOX_NUM_THREADS or one per core. Threads the host
+  // refuses to create are a warning on stderr: the run goes on with those it got.
+  int num_threads = 0;
   bool check_nan = false;         // a task that writes a NaN fails the run
   std::vector<TaskTrace>* trace = nullptr;  // when set, filled with every task that ran
   // Fuse tensor-level elementwise ops into shared kernels; false compiles one kernel per tensor
