@@ -9,6 +9,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "driver/nan_check.h"
 #include "driver/reorder_bound.h"
 #include "interp/interpreter.h"
 #include "ir/signature.h"
@@ -285,7 +286,13 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
         << "core), got " << options.num_threads;
     std::vector<bool> constant = ConstantParams(*f, options.constants);
     if (options.target == "interp") {  // nothing to pack: constants change nothing
+      std::optional<driver::NanWatch> watch;
+      if (options.check_nan) {
+        ir::BindArgs(*f, args);  // the watch reads the arguments: they must be right
+        watch.emplace(*f, args);
+      }
       interp::Run(*f, args);
+      if (watch) watch->Check();
       return;
     }
     const targets::Target& target = targets::GetTarget(options.target);

@@ -196,7 +196,8 @@ Handler RegisterRun(CLI::App& app) {
                   "write a Chrome / Perfetto trace of the tasks (compiled targets) to FILE");
   sub->add_flag("--profile", args->profile,
                 "print per-kernel calls, time, GB/s and GFLOP/s to stderr (compiled targets)");
-  sub->add_flag("--check-nan", args->check_nan, "fail the task that writes a NaN to an output");
+  sub->add_flag("--check-nan", args->check_nan,
+                "fail the run when it writes a NaN to an output (interp: checked after the run)");
   sub->add_flag("--no-fuse", args->no_fuse,
                 "compiled targets: one kernel per tensor op (skip fuse-elementwise)");
   return [args] { return RunCommand(*args); };

@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "tests/unit/cli/test_util.h"
+#include "tools/ptox/npy.h"
 
 namespace ptox::cli {
 namespace {
@@ -170,6 +172,46 @@ TEST(Outputs, TraceOnAFullDiskIsARuntimeError) {
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "t.json")) << "no truncated trace";
+}
+
+// y = log(x) on an 8x16 tile: NaN exactly where x < 0. Rows 4.. are left unwritten (the CLI
+// fills outputs with NaN bytes, which are not the run's).
+constexpr char kLog[] = R"(
+func @lg(%x: in tensor<8x16xf32>, %y: out tensor<8x16xf32>) {
+  incore {
+    %t = tile.load %x[0, 0] : tile<4x16xf32>
+    %u = tile.log %t
+    tile.store %u, %y[0, 0]
+  }
+}
+)";
+
+// --check-nan fails a run that writes a NaN on every target, the interpreter included (it was
+// silently ignored there), and only for NaNs the run wrote.
+TEST(CheckNan, FailsOnEveryTargetForNaNsTheRunWrote) {
+  TempDir dir;
+  WriteFile(dir / "p.pto", kLog);
+  for (const char* target : {"interp", "cpu"}) {
+    ProcessResult nan = Ptox({"run", dir / "p.pto", "--target", target, "--check-nan"});
+    EXPECT_EQ(nan.exit_code, 4) << target << ": " << nan.err;
+    EXPECT_NE(nan.err.find("NaN written to %y (argument 1) at [0, "), std::string::npos)
+        << target << ": " << nan.err;
+    ProcessResult plain = Ptox({"run", dir / "p.pto", "--target", target});
+    EXPECT_EQ(plain.exit_code, 0) << target << ": " << plain.err;
+  }
+  // Positive inputs: no NaN is written; the unwritten, NaN-filled rows do not count.
+  std::string in = dir / "x.npy";
+  Result<NpyArray> x = NpyArray::Allocate(DType::kF32, {8, 16});
+  ASSERT_TRUE(x.ok());
+  std::vector<float> ones(128, 2.0f);
+  std::memcpy(x->data(), ones.data(), x->nbytes());
+  ASSERT_TRUE(WriteNpy(in, *x).ok());
+  for (const char* target : {"interp", "cpu"}) {
+    ProcessResult r =
+        Ptox({"run", dir / "p.pto", "--target", target, "--check-nan", "--inputs", in});
+    EXPECT_EQ(r.exit_code, 0) << target << ": " << r.err;
+    EXPECT_NE(r.out.find("nan=64"), std::string::npos) << target << ": " << r.out;
+  }
 }
 
 }  // namespace

@@ -109,8 +109,8 @@ TEST_F(DriverTest, DeadBuildsAreSweptRunningOnesKept) {
   ASSERT_GE(held, 0);
   ASSERT_EQ(flock(held, LOCK_EX), 0);
 
-  ProcessResult r =
-      Ptox({"compile", WriteProgram("p.pto", UniqueScale()), "--target=cpu-scalar", "--emit=bin"});
+  ProcessResult r = Ptox({"compile", WriteProgram("p.pto", UniqueScale()), "--target=cpu-scalar",
+                          "--emit=bin", "-o", tmp_ / "out.so"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> left;
   for (const std::string& f : CacheFiles())

@@ -33,7 +33,7 @@ enum class Damage {
   kOtherValidSo,
   kOtherEntryUnderKey,
   kForgedRecord,
-  kSymlinkToOther,
+  kSymlinkElsewhere,
   kSoIsADirectory,
   kGroupWritableSo,
 };
@@ -47,7 +47,7 @@ std::string DamageName(const ::testing::TestParamInfo<Damage>& info) {
     case Damage::kOtherValidSo: return "OtherValidSo";
     case Damage::kOtherEntryUnderKey: return "OtherEntryUnderKey";
     case Damage::kForgedRecord: return "ForgedRecord";
-    case Damage::kSymlinkToOther: return "SymlinkToOther";
+    case Damage::kSymlinkElsewhere: return "SymlinkElsewhere";
     case Damage::kSoIsADirectory: return "SoIsADirectory";
     case Damage::kGroupWritableSo: return "GroupWritableSo";
   }
@@ -91,10 +91,11 @@ void Apply(Damage damage, const std::string& so, const std::string& good) {
       WriteFile(sum, record.substr(0, at) + HashHex(other) + "\n");
       break;
     }
-    case Damage::kSymlinkToOther: {
-      std::string other = OtherEntry();
+    case Damage::kSymlinkElsewhere: {  // the right bytes, but in a file outside the cache
+      std::string elsewhere = (fs::path(so).parent_path().parent_path() / "elsewhere.so").string();
+      WriteFile(elsewhere, good);
       ASSERT_EQ(std::remove(so.c_str()), 0);
-      ASSERT_EQ(symlink(other.c_str(), so.c_str()), 0);
+      ASSERT_EQ(symlink(elsewhere.c_str(), so.c_str()), 0);
       break;
     }
     case Damage::kSoIsADirectory:
@@ -140,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Damages, CorruptEntry,
                          ::testing::Values(Damage::kTruncateSo, Damage::kFlipByteInSo,
                                            Damage::kDeleteSum, Damage::kGarbageSum,
                                            Damage::kOtherValidSo, Damage::kOtherEntryUnderKey,
-                                           Damage::kForgedRecord, Damage::kSymlinkToOther,
+                                           Damage::kForgedRecord, Damage::kSymlinkElsewhere,
                                            Damage::kSoIsADirectory, Damage::kGroupWritableSo),
                          DamageName);
 
