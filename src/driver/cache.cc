@@ -2,6 +2,8 @@
 // docs/security.md for why the folder and every entry are checked before anything is loaded).
 #include "driver/cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -111,6 +113,30 @@ CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
   return built;
 }
 
+// An flock on the cache folder for the scope: installs (two renames, exclusive) and lookups
+// (two reads, shared) of concurrent processes do not interleave, so a reader never sees one
+// build's .so with another's .sum, and concurrent installs of one key leave a matching pair.
+// Where the file system has no flock on folders, nothing is locked (a mixed pair is then a miss
+// and is rebuilt).
+class FolderLock {
+ public:
+  FolderLock(const std::string& dir, bool exclusive) {
+    fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ >= 0 && flock(fd_, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Renames `from` to `to`, first removing what is in the way when `to` is a folder.
 bool Rename(const std::string& from, const std::string& to, std::string* error) {
   std::error_code ec;
@@ -121,6 +147,33 @@ bool Rename(const std::string& from, const std::string& to, std::string* error) 
   }
   if (ec) *error = "cannot rename to " + to + ": " + ec.message();
   return !ec;
+}
+
+// Installs the built <base>.so.tmp.<token> as <base>.so with `record` as <base>.sum. On failure
+// (`why` says what) the built file stays where it is, for use uncached; a .so installed without
+// its record is a miss for later lookups, which rebuild it.
+bool Install(const std::string& dir, const std::string& base, const std::string& token,
+             const std::string& record, std::string* why) {
+  const std::string tmp = cache_files::TempName(base, "so", token);
+  const std::string sum_tmp = cache_files::TempName(base, "sum", token);
+  // Modes whatever the umask: a group-writable entry would be refused.
+  if (!WriteNewFile(sum_tmp, record, 0644) || chmod(sum_tmp.c_str(), 0644) != 0 ||
+      chmod(tmp.c_str(), 0644) != 0) {
+    *why = "cannot write " + sum_tmp + ": " + strerror(errno);
+    std::remove(sum_tmp.c_str());
+    return false;
+  }
+  FolderLock installing(dir, /*exclusive=*/true);
+  // The .so goes first: a reader that sees the new .sum also sees the matching .so.
+  if (!Rename(tmp, base + ".so", why)) {
+    std::remove(sum_tmp.c_str());
+    return false;
+  }
+  if (!Rename(sum_tmp, base + ".sum", why)) {
+    std::remove(sum_tmp.c_str());
+    Warn("cannot install " + base + ".sum (" + *why + "): the entry will be rebuilt");
+  }
+  return true;
 }
 
 }  // namespace
@@ -141,6 +194,7 @@ CompileCache::CompileCache() : dir_(DefaultDir()) {
 std::optional<std::string> CompileCache::Lookup(const std::string& key,
                                                 const std::string& identity) const {
   const std::string base = dir_ + "/" + key;
+  FolderLock lock(dir_, /*exclusive=*/false);
   std::optional<std::string> record = ReadTrusted(base + ".sum");
   if (!record) return std::nullopt;
   std::optional<std::string> so = ReadTrusted(base + ".so");
@@ -175,18 +229,8 @@ CompileCache::Built CompileCache::Insert(
   PTOX_RUNTIME_CHECK(bytes.has_value()) << "the compiler wrote no output at " << tmp << ": " << why;
   PTOX_ICHECK(bytes->find(targets::KeyStamp(key)) != std::string::npos)
       << "the build of " << tmp << " does not carry its cache key";
-  chmod(tmp.c_str(), 0644);  // whatever the umask: a group-writable entry would be refused
-  const std::string sum_tmp = cache_files::TempName(base, "sum", token);
-  // The .so goes first: a reader that sees the new .sum also sees the matching .so.
-  if (!WriteNewFile(sum_tmp, Record(key, identity, HashHex(*bytes)), 0644)) {
-    why = "cannot write " + sum_tmp + ": " + strerror(errno);
-  } else if (chmod(sum_tmp.c_str(), 0644) == 0 && Rename(tmp, base + ".so", &why)) {
-    if (Rename(sum_tmp, base + ".sum", &why)) return {base + ".so", false, ""};
-    std::remove(sum_tmp.c_str());
-    Warn("cannot install " + base + ".sum (" + why + "): the entry will be rebuilt");
+  if (Install(dir_, base, token, Record(key, identity, HashHex(*bytes)), &why))
     return {base + ".so", false, ""};
-  }
-  std::remove(sum_tmp.c_str());
   Warn("cannot install the compile cache entry " + base + ".so (" + why +
        "): this kernel is not kept");
   return {tmp, true, ""};

@@ -144,8 +144,8 @@ Result<std::vector<Case>> MakeCases(BenchArgs& args) {
   for (int t : args.threads)
     if (t < 0 || t > kMaxThreads)
       return Invalid(fmt::format(
-          "error: --threads: a thread count must be in [0, {}] (0: PTOX_NUM_THREADS or one per "
-          "core), got {}",
+          "error: --threads: a thread count must be >= 0 and at most {} (0: PTOX_NUM_THREADS or "
+          "one per core), got {}",
           kMaxThreads, t));
   if (args.dtype != "f32" && args.dtype != "bf16" && args.dtype != "f16")
     return Invalid(fmt::format("error: --dtype: expected f32, bf16 or f16, got '{}'", args.dtype));
