@@ -109,6 +109,7 @@ bool MayTrap(const ir::OpStmt& op) {
     case ir::OpFamily::kColReduce:  // max / min of an empty region; integer sums overflow
       return IsInt(args[0]) || (op.op() != ir::OpCode::kTileRowSum &&
                                 op.op() != ir::OpCode::kTileColSum);
+    case ir::OpFamily::kAssert:  // has no result: never dead, listed for completeness
     case ir::OpFamily::kSlice:
     case ir::OpFamily::kAssemble:
     case ir::OpFamily::kReshape:  // offsets checked at run time; a partial tile cannot reshape
