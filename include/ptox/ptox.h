@@ -78,11 +78,18 @@ struct TaskTrace {
   int64_t bytes_read, bytes_written, flops;
 };
 
+// The most worker threads a run may ask for (RunOptions::num_threads, PTOX_NUM_THREADS).
+inline constexpr int kMaxThreads = 1024;
+
 struct RunOptions {
   std::string target = "interp";  // "interp", "cpu" (best ISA), "cpu-avx512", "cpu-avx2", ...
   std::string function;           // empty: the last function in the module
-  int num_threads = 0;            // worker threads; 0: PTOX_NUM_THREADS or one per core
-  bool check_nan = false;         // a task that writes a NaN fails the run
+  // Worker threads, at most kMaxThreads; 0: PTOX_NUM_THREADS or one per core. Threads the host
+  // refuses to create are a warning on stderr: the run goes on with those it got.
+  int num_threads = 0;
+  // A task that writes a NaN to a float tensor fails the run. The interpreter has no tasks: there
+  // an output element the run changed to a NaN fails it (docs/runtime.md, Failure).
+  bool check_nan = false;
   std::vector<TaskTrace>* trace = nullptr;  // when set, filled with every task that ran
   // Fuse tensor-level elementwise ops into shared kernels; false compiles one kernel per tensor
   // op (the baseline fusion is measured against). Tile-level programs are unaffected.
@@ -135,7 +142,8 @@ std::vector<std::string> DefaultPipeline(bool fuse = true);
 enum class Emit {
   kIr,      // the IR after the default pass pipeline (what codegen sees)
   kSource,  // the generated source
-  kBinary,  // the path of the compiled shared object (in the compile cache)
+  kBinary,  // the path of the compiled shared object (in the compile cache; in a private
+            // temporary folder when the cache is read-only for this user)
 };
 struct CompileOptions {
   std::string target = "cpu";

@@ -9,10 +9,12 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "driver/nan_check.h"
 #include "driver/reorder_bound.h"
 #include "interp/interpreter.h"
 #include "ir/signature.h"
 #include "ops/type_rules.h"
+#include "runtime/task_graph.h"
 #include "runtime/trace.h"
 #include "targets/target.h"
 #include "ir/parser.h"
@@ -21,8 +23,12 @@
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "ptox/ptox.h"
+#include "support/files.h"
 
 namespace ptox {
+
+static_assert(kMaxThreads == runtime::Executor::kMaxThreads);
+
 namespace {
 
 // Runs `fn`, converting any exception into a Status.
@@ -81,11 +87,12 @@ Result<Program> Program::Parse(std::string_view text, const std::string& filenam
 }
 
 Result<Program> Program::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kInvalid, "error: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str(), path);
+  // Not std::ifstream: it opens a directory (which then reads as an empty module) and waits on
+  // a FIFO for a writer.
+  std::string why;
+  std::optional<std::string> text = ReadRegularFile(path, &why);
+  if (!text) return Status(StatusCode::kInvalid, "error: cannot read '" + path + "': " + why);
+  return Parse(*text, path);
 }
 
 void Program::ForgetConstants() const {
@@ -274,9 +281,18 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     PTOX_CHECK(program.module_ != nullptr, Span{})
         << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
     const ir::Func* f = Entry(program.module(), options.function);
+    PTOX_CHECK(options.num_threads >= 0 && options.num_threads <= kMaxThreads, Span{})
+        << "num_threads must be in [0, " << kMaxThreads << "] (0: PTOX_NUM_THREADS or one per "
+        << "core), got " << options.num_threads;
     std::vector<bool> constant = ConstantParams(*f, options.constants);
     if (options.target == "interp") {  // nothing to pack: constants change nothing
+      std::optional<driver::NanWatch> watch;
+      if (options.check_nan) {
+        ir::BindArgs(*f, args);  // the watch reads the arguments: they must be right
+        watch.emplace(*f, args);
+      }
       interp::Run(*f, args);
+      if (watch) watch->Check();
       return;
     }
     const targets::Target& target = targets::GetTarget(options.target);

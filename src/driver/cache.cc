@@ -1,6 +1,9 @@
-// Compile cache implementation (see cache.h for the on-disk format and its guarantees).
+// Compile cache implementation (see cache.h for the on-disk format and its guarantees, and
+// docs/security.md for why the folder and every entry are checked before anything is loaded).
 #include "driver/cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -9,35 +12,168 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <random>
+#include <mutex>
 #include <sstream>
 
+#include "driver/cache_files.h"
 #include "support/error.h"
+#include "support/files.h"
+#include "support/warn.h"
+#include "targets/target.h"
 
 namespace ptox::driver {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+constexpr std::string_view kRecordMagic = "ptox-cache-entry 2";
+
+// The .sum record: what an entry is for and what its .so must hash to.
+std::string Record(const std::string& key, const std::string& identity, const std::string& so) {
+  return std::string(kRecordMagic) + "\nkey " + key + "\nidentity " + identity + "\nso " + so +
+         "\n";
 }
 
-bool WriteFile(const std::string& path, std::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  return static_cast<bool>(out.flush());
+// A file of the cache that may be used: a regular file (never a symlink: ReadRegularFile with
+// no_follow) owned by this user or root and writable by nobody else.
+bool Trusted(const struct stat& st) {
+  return (st.st_uid == geteuid() || st.st_uid == 0) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-// A name no other process or thread will pick for its temporary file.
-std::string TempSuffix() {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(getpid()));
-  return ".tmp." + std::to_string(getpid()) + "." + std::to_string(rng());
+std::optional<std::string> ReadTrusted(const std::string& path) {
+  std::string why;
+  struct stat st {};
+  std::optional<std::string> bytes = ReadRegularFile(path, &why, {.no_follow = true, .stat = &st});
+  if (!bytes || !Trusted(st)) return std::nullopt;
+  return bytes;
+}
+
+std::string DefaultDir() {
+  if (const char* env = std::getenv("PTOX_CACHE_DIR"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/ptox";
+}
+
+// Creates `dir` (0700) unless it is a folder already; throws kRuntime when it cannot.
+void Create(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  fs::create_directories(fs::path(dir).parent_path(), ec);
+  // EEXIST is fine only when another process made the folder meanwhile (not for a file).
+  const int err = mkdir(dir.c_str(), 0700) == 0 ? 0 : errno;
+  if (err != 0 && (err != EEXIST || !fs::is_directory(dir, ec))) {
+    throw Error(StatusCode::kRuntime, "runtime error: cannot create the compile cache " + dir +
+                                          ": " + strerror(err) +
+                                          " (set PTOX_CACHE_DIR to a writable folder)");
+  }
+}
+
+// Refuses a folder that someone else could write (as ssh treats its configuration); returns
+// whether this user may write it.
+bool CheckTrust(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0)
+    throw Error(StatusCode::kRuntime,
+                "runtime error: cannot use the compile cache " + dir + ": " + strerror(errno));
+  const std::string refuse = "runtime error: refusing the compile cache " + dir + ": ";
+  const std::string fix =
+      "; anyone who can write it can run code in this process (set "
+      "PTOX_CACHE_DIR to a folder of your own; docs/security.md)";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    throw Error(StatusCode::kRuntime, refuse + "it belongs to uid " + std::to_string(st.st_uid) +
+                                          ", not to this user (uid " + std::to_string(geteuid()) +
+                                          ") or root" + fix);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw Error(StatusCode::kRuntime, refuse + "it is writable by group or others (mode " + mode +
+                                          "; chmod go-w " + dir + ")" + fix);
+  }
+  return access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+// Builds into a private temporary folder: the cache is read-only for this user.
+CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
+                                 const std::function<void(const std::string&)>& build) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    Warn("the compile cache " + dir +
+         " is read-only for this user: kernels compiled now are not kept (docs/security.md)");
+  });
+  std::string scratch = (fs::temp_directory_path() / "ptox-build-XXXXXX").string();
+  PTOX_RUNTIME_CHECK(mkdtemp(scratch.data()) != nullptr)
+      << "cannot create a build folder " << scratch << ": " << strerror(errno);
+  CompileCache::Built built{scratch + "/" + key + ".so", true, scratch};
+  try {
+    build(built.path);
+  } catch (...) {
+    std::remove(built.path.c_str());  // the folder stays: it holds the kept source
+    throw;
+  }
+  return built;
+}
+
+// An flock on the cache folder for the scope: installs (two renames, exclusive) and lookups
+// (two reads, shared) of concurrent processes do not interleave, so a reader never sees one
+// build's .so with another's .sum, and concurrent installs of one key leave a matching pair.
+// Where the file system has no flock on folders, nothing is locked (a mixed pair is then a miss
+// and is rebuilt).
+class FolderLock {
+ public:
+  FolderLock(const std::string& dir, bool exclusive) {
+    fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ >= 0 && flock(fd_, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Renames `from` to `to`, first removing what is in the way when `to` is a folder.
+bool Rename(const std::string& from, const std::string& to, std::string* error) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec && fs::is_directory(fs::symlink_status(to))) {
+    fs::remove_all(to, ec);
+    fs::rename(from, to, ec);
+  }
+  if (ec) *error = "cannot rename to " + to + ": " + ec.message();
+  return !ec;
+}
+
+// Installs the built <base>.so.tmp.<token> as <base>.so with `record` as <base>.sum. On failure
+// (`why` says what) the built file stays where it is, for use uncached; a .so installed without
+// its record is a miss for later lookups, which rebuild it.
+bool Install(const std::string& dir, const std::string& base, const std::string& token,
+             const std::string& record, std::string* why) {
+  const std::string tmp = cache_files::TempName(base, "so", token);
+  const std::string sum_tmp = cache_files::TempName(base, "sum", token);
+  // Modes whatever the umask: a group-writable entry would be refused.
+  if (!WriteNewFile(sum_tmp, record, 0644) || chmod(sum_tmp.c_str(), 0644) != 0 ||
+      chmod(tmp.c_str(), 0644) != 0) {
+    *why = "cannot write " + sum_tmp + ": " + strerror(errno);
+    std::remove(sum_tmp.c_str());
+    return false;
+  }
+  FolderLock installing(dir, /*exclusive=*/true);
+  // The .so goes first: a reader that sees the new .sum also sees the matching .so.
+  if (!Rename(tmp, base + ".so", why)) {
+    std::remove(sum_tmp.c_str());
+    return false;
+  }
+  if (!Rename(sum_tmp, base + ".sum", why)) {
+    std::remove(sum_tmp.c_str());
+    Warn("cannot install " + base + ".sum (" + *why + "): the entry will be rebuilt");
+  }
+  return true;
 }
 
 }  // namespace
@@ -50,82 +186,78 @@ std::string HashHex(std::string_view data) {
   return buf;
 }
 
-std::string CompileCache::Dir() {
-  std::string dir;
-  if (const char* env = std::getenv("PTOX_CACHE_DIR"); env && *env) {
-    dir = env;
-  } else {
-    const char* home = std::getenv("HOME");
-    dir = std::string(home && *home ? home : "/tmp") + "/.cache/ptox";
-  }
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    fs::create_directories(fs::path(dir).parent_path(), ec);
-    // EEXIST is fine only when another process made the folder meanwhile (not for a file).
-    const int err = mkdir(dir.c_str(), 0700) == 0 ? 0 : errno;
-    if (err != 0 && (err != EEXIST || !fs::is_directory(dir, ec))) {
-      throw Error(StatusCode::kRuntime, "runtime error: cannot create the compile cache " + dir +
-                                            ": " + strerror(err) +
-                                            " (set PTOX_CACHE_DIR to a writable folder)");
-    }
-  }
-  return dir;
+CompileCache::CompileCache() : dir_(DefaultDir()) {
+  Create(dir_);
+  writable_ = CheckTrust(dir_);
 }
 
-std::optional<std::string> CompileCache::Lookup(const std::string& key) const {
-  std::string so = Dir() + "/" + key + ".so";
-  std::optional<std::string> sum = ReadFile(so.substr(0, so.size() - 3) + ".sum");
-  if (!sum) return std::nullopt;
-  std::optional<std::string> bytes = ReadFile(so);
-  if (!bytes || HashHex(*bytes) != *sum) return std::nullopt;
-  return so;
+std::optional<std::string> CompileCache::Lookup(const std::string& key,
+                                                const std::string& identity) const {
+  const std::string base = dir_ + "/" + key;
+  FolderLock lock(dir_, /*exclusive=*/false);
+  std::optional<std::string> record = ReadTrusted(base + ".sum");
+  if (!record) return std::nullopt;
+  std::optional<std::string> so = ReadTrusted(base + ".so");
+  if (!so || *record != Record(key, identity, HashHex(*so))) return std::nullopt;
+  // The binary names its key itself: another program's .so never passes for this one.
+  if (so->find(targets::KeyStamp(key)) == std::string::npos) return std::nullopt;
+  return base + ".so";
 }
 
-std::string CompileCache::Insert(const std::string& key,
-                                 const std::function<void(const std::string&)>& build) const {
-  std::string base = Dir() + "/" + key;
-  std::string tmp = base + ".so" + TempSuffix();
+CompileCache::Built CompileCache::Insert(
+    const std::string& key, const std::string& identity,
+    const std::function<void(const std::string&)>& build) const {
+  if (!writable_) return BuildPrivate(dir_, key, build);
+  cache_files::SweepStale(dir_);
+  const std::string base = dir_ + "/" + key, token = cache_files::NewToken();
+  cache_files::BuildLock lock(base, token);
+  if (!lock.held()) {
+    Warn("cannot write to the compile cache " + dir_ + " (" + strerror(errno) +
+         "): this kernel is not kept");
+    return BuildPrivate(dir_, key, build);
+  }
+  const std::string tmp = cache_files::TempName(base, "so", token);
   try {
     build(tmp);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
   }
-  std::optional<std::string> bytes = ReadFile(tmp);
-  PTOX_RUNTIME_CHECK(bytes.has_value()) << "the compiler wrote no output at " << tmp;
-  std::string sum_tmp = base + ".sum" + TempSuffix();
-  PTOX_RUNTIME_CHECK(WriteFile(sum_tmp, HashHex(*bytes))) << "cannot write " << sum_tmp;
-  // The .so goes first: a reader that sees the new .sum also sees the matching .so.
+  std::string why;
+  std::optional<std::string> bytes = ReadRegularFile(tmp, &why);
+  if (!bytes) std::remove(tmp.c_str());
+  PTOX_RUNTIME_CHECK(bytes.has_value()) << "the compiler wrote no output at " << tmp << ": " << why;
+  PTOX_ICHECK(bytes->find(targets::KeyStamp(key)) != std::string::npos)
+      << "the build of " << tmp << " does not carry its cache key";
+  if (Install(dir_, base, token, Record(key, identity, HashHex(*bytes)), &why))
+    return {base + ".so", false, ""};
+  Warn("cannot install the compile cache entry " + base + ".so (" + why +
+       "): this kernel is not kept");
+  return {tmp, true, ""};
+}
+
+void CompileCache::Discard(const Built& built) {
+  if (!built.temporary) return;
   std::error_code ec;
-  fs::rename(tmp, base + ".so", ec);
-  PTOX_RUNTIME_CHECK(!ec) << "cannot install " << base << ".so: " << ec.message();
-  fs::rename(sum_tmp, base + ".sum", ec);
-  PTOX_RUNTIME_CHECK(!ec) << "cannot install " << base << ".sum: " << ec.message();
-  return base + ".so";
+  if (!built.scratch_dir.empty()) {
+    fs::remove_all(built.scratch_dir, ec);
+  } else {
+    fs::remove(built.path, ec);
+  }
 }
 
 CompileCache::Info CompileCache::Stats() const {
   Info info;
-  info.dir = Dir();
+  info.dir = dir_;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(info.dir, ec)) {
-    if (!e.is_regular_file()) continue;
+    if (!e.is_regular_file(ec)) continue;
     if (e.path().extension() == ".so") ++info.entries;
     info.bytes += static_cast<int64_t>(e.file_size(ec));
   }
   return info;
 }
 
-int64_t CompileCache::Clear() const {
-  int64_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(Dir(), ec)) {
-    std::string name = e.path().filename().string();
-    bool ours = e.path().extension() == ".so" || e.path().extension() == ".sum" ||
-                name.find(".tmp.") != std::string::npos || e.path().extension() == ".cc";
-    if (e.is_regular_file() && ours && fs::remove(e.path(), ec)) ++n;
-  }
-  return n;
-}
+int64_t CompileCache::Clear() const { return cache_files::RemoveAll(dir_); }
 
 }  // namespace ptox::driver

@@ -1,7 +1,10 @@
-// The persistent compile cache: content-addressed shared objects under $PTOX_CACHE_DIR (default
-// ~/.cache/ptox, created 0700). Each entry is <key>.so plus <key>.sum, the XXH3-128 of the .so;
-// an entry whose sum does not match (truncated, corrupted) is rebuilt. Entries are written to a
-// temporary file and renamed, so processes compiling the same kernel at once all succeed.
+// The persistent compile cache: shared objects under $PTOX_CACHE_DIR (default ~/.cache/ptox,
+// created 0700), one entry per key. An entry is <key>.so plus <key>.sum, a small text record of
+// the key, the build identity's hash and the .so's XXH3-128; the .so also carries its key
+// (targets::KeyStamp). An entry is used only when all of these match what the caller asks for;
+// anything else (truncated, corrupted, another program's binary, a symlink, a folder) is a miss
+// and is rebuilt. Entries are written under temporary names and renamed, so processes compiling
+// the same kernel at once all succeed. docs/security.md has the trust model.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +19,33 @@ std::string HashHex(std::string_view data);
 
 class CompileCache {
  public:
-  // The cache folder, created (0700) if missing. Throws kRuntime when it cannot be created.
-  static std::string Dir();
+  // Opens $PTOX_CACHE_DIR (default ~/.cache/ptox), creating it (0700) when missing. Throws
+  // kRuntime when it cannot be created or is refused: not a folder, owned by another user than
+  // this one or root, or writable by group or others (anyone who can write it could run code in
+  // this process). A trusted folder this user cannot write is used read-only.
+  CompileCache();
 
-  // The path of a valid entry for `key`, or nullopt (missing or failing its checksum).
-  std::optional<std::string> Lookup(const std::string& key) const;
+  const std::string& dir() const { return dir_; }
+  bool writable() const { return writable_; }
+
+  // The path of the valid entry for `key` built with build identity hash `identity`, or nullopt.
+  std::optional<std::string> Lookup(const std::string& key, const std::string& identity) const;
+
+  // A shared object built for a key: the installed entry, or a temporary file (a read-only
+  // cache, or an entry that could not be installed) that the caller removes with Discard once
+  // it is loaded.
+  struct Built {
+    std::string path;
+    bool temporary = false;
+    std::string scratch_dir;  // the private folder of a read-only cache's build, removed with it
+  };
   // Runs build(tmp_path) to produce the shared object, then installs it atomically as the entry
-  // for `key`; returns the entry's path.
-  std::string Insert(const std::string& key,
-                     const std::function<void(const std::string& tmp_path)>& build) const;
+  // for `key`. Leaves no temporary file behind when build throws; a failed install is a warning
+  // and the build is used uncached.
+  Built Insert(const std::string& key, const std::string& identity,
+               const std::function<void(const std::string& tmp_path)>& build) const;
+  // Removes a temporary build (and its private folder); nothing for an installed entry.
+  static void Discard(const Built& built);
 
   struct Info {
     std::string dir;
@@ -32,8 +53,13 @@ class CompileCache {
     int64_t bytes = 0;
   };
   Info Stats() const;
-  // Removes every entry (and leftovers of interrupted builds); returns how many files went.
+  // Removes every entry and the leftovers of builds that are no longer running; returns how
+  // many files went.
   int64_t Clear() const;
+
+ private:
+  std::string dir_;
+  bool writable_ = true;
 };
 
 }  // namespace ptox::driver

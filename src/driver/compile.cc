@@ -7,6 +7,8 @@
 #include "driver/cache.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
+#include "ptox/fault.h"
+#include "support/error.h"
 
 namespace ptox::driver {
 
@@ -26,18 +28,26 @@ std::string KeyOf(const targets::Target& target, const std::string& source) {
   return HashHex(source + "\n" + target.BuildIdentity());
 }
 
-std::string BuildCached(const targets::Target& target, const std::string& source,
-                        const std::string& key) {
+// The entry for `key`: cached, or built now (PTOX_FAULT=compile:N fails the N-th build after
+// the compiler ran, as a compiler crash would).
+CompileCache::Built BuildCached(const targets::Target& target, const std::string& source,
+                                const std::string& key) {
   CompileCache cache;
-  if (std::optional<std::string> path = cache.Lookup(key)) return *path;
-  return cache.Insert(key, [&](const std::string& tmp) { target.Build(source, tmp); });
+  const std::string identity = HashHex(target.BuildIdentity());
+  if (std::optional<std::string> path = cache.Lookup(key, identity)) return {*path, false, ""};
+  return cache.Insert(key, identity, [&](const std::string& tmp) {
+    target.Build(source, key, tmp);
+    if (fault::ShouldFail(fault::Site::kCompile))
+      throw Error(StatusCode::kToolchain,
+                  "toolchain error: the C++ compiler failed (injected by PTOX_FAULT)");
+  });
 }
 
 }  // namespace
 
 std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse) {
   std::string source = target.Source(Lower(target.caps(), func, fuse));
-  return BuildCached(target, source, KeyOf(target, source));
+  return BuildCached(target, source, KeyOf(target, source)).path;
 }
 
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
@@ -49,7 +59,15 @@ std::shared_ptr<const targets::Executable> Compile(const targets::Target& target
   static std::map<std::string, std::shared_ptr<const targets::Executable>> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-  auto exe = target.Load(BuildCached(target, source, key));
+  CompileCache::Built built = BuildCached(target, source, key);
+  std::shared_ptr<const targets::Executable> exe;
+  try {
+    exe = target.Load(built.path, key);
+  } catch (...) {
+    CompileCache::Discard(built);
+    throw;
+  }
+  CompileCache::Discard(built);  // a loaded object needs no file
   loaded[key] = exe;
   return exe;
 }

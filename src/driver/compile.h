@@ -12,7 +12,8 @@ namespace ptox::driver {
 // `fuse = false` skips fuse-elementwise.
 ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse = true);
 
-// Lowers, generates and builds (on a cache miss) `func`; returns the cached shared object's path.
+// Lowers, generates and builds (on a cache miss) `func`; returns the cached shared object's path
+// (a temporary file when the cache is read-only or the entry could not be installed).
 std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse = true);
 
 // Lowers, generates, builds (on a cache miss) and loads `func` for `target`. Executables are

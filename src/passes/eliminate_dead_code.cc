@@ -1,11 +1,16 @@
 // dce: removes ops without side effects whose results are never used, then incore scopes and
-// loops left with nothing in them.
+// loops left with nothing in them. An op that can fail at run time (integer overflow or division
+// by zero, a narrowing integer cast, an out-of-bounds offset, a max over an empty region, a
+// run-time shape mismatch; see MayTrap) has a side effect — its error — and stays even when
+// unused: the interpreter, which defines the program, evaluates it, so every target fails where
+// the interpreter does.
 //
-// Requires: verified IR. Establishes: every remaining op either has a used result or writes
-// memory (tile.store); no empty incore; no result-less for with an empty body.
+// Requires: verified IR. Establishes: every remaining op has a used result, writes memory
+// (tile.store) or may fail; no empty incore; no result-less for with an empty body.
 // Algorithm: count uses over the whole function, then sweep blocks bottom-up removing dead ops
 // (decrementing their operands' counts so chains die in the same sweep); repeat until nothing
 // changes. O(statements x sweeps); sweeps are bounded by the nesting depth in practice.
+#include <cstdint>
 #include <unordered_map>
 
 #include "passes/pass.h"
@@ -14,6 +19,104 @@ namespace ptox::passes {
 namespace {
 
 using Uses = std::unordered_map<const ir::ValueNode*, int>;
+
+bool IsInt(const ir::Operand& o) { return !IsFloat(o.type().dtype()); }
+
+// A cast that can fail: integer to a narrower integer (floats saturate, bool takes != 0).
+bool CastMayTrap(DType from, DType to) {
+  if (IsFloat(from) || IsFloat(to) || to == DType::kBool) return false;
+  return DTypeBytes(to) < DTypeBytes(from) && from != DType::kBool;
+}
+
+// Integer arithmetic that can overflow or divide by zero (min / max / comparisons cannot).
+bool IntArithMayTrap(ir::OpCode op) {
+  switch (op) {
+    case ir::OpCode::kTileMax:
+    case ir::OpCode::kTileMin:
+    case ir::OpCode::kTileRelu:
+    case ir::OpCode::kArithMax:
+    case ir::OpCode::kArithMin: return false;
+    default: return true;
+  }
+}
+
+// Scalar integer arithmetic on two immediates fails exactly when folding it would (fold-constants
+// keeps those ops: see FoldInt there); the result is an index.
+bool ImmediateArithMayTrap(ir::OpCode op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  switch (op) {
+    case ir::OpCode::kArithAdd: return __builtin_add_overflow(a, b, &r);
+    case ir::OpCode::kArithSub: return __builtin_sub_overflow(a, b, &r);
+    case ir::OpCode::kArithMul: return __builtin_mul_overflow(a, b, &r);
+    case ir::OpCode::kArithDiv:
+    case ir::OpCode::kArithRem: return b == 0 || (a == INT64_MIN && b == -1);
+    default: return false;
+  }
+}
+
+// A tile.load whose offsets are immediates inside a static shape (it cannot go out of bounds).
+bool LoadInBounds(const ir::OpStmt& op) {
+  const ir::Type& t = op.args()[0].type();
+  for (size_t k = 1; k < op.args().size(); ++k) {
+    const ir::Operand& o = op.args()[k];
+    const ir::Dim& d = t.shape()[k - 1];
+    if (!o.is_int() || !d.is_static() || o.int_value() < 0 || o.int_value() >= d.size)
+      return false;
+  }
+  return true;
+}
+
+// A tensor-level op checks at run time only what depends on symbolic sizes or SSA scalars.
+bool TensorOpMayTrap(const ir::OpStmt& op) {
+  auto dynamic = [](const ir::Type& t) {
+    if (!t.is_tensor()) return true;
+    for (const ir::Dim& d : t.shape())
+      if (!d.is_static()) return true;
+    return false;
+  };
+  for (const ir::Operand& a : op.args())
+    if (a.is_value() && dynamic(a.type())) return true;
+  return dynamic(op.result()->type);
+}
+
+// Whether evaluating `op` can fail at run time (conservatively: true unless it provably cannot).
+bool MayTrap(const ir::OpStmt& op) {
+  const auto& args = op.args();
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kLoad: return !LoadInBounds(op);
+    case ir::OpFamily::kFull:
+    case ir::OpFamily::kCompare:
+    case ir::OpFamily::kSelect:
+    case ir::OpFamily::kTranspose:
+    case ir::OpFamily::kMatmul:
+    case ir::OpFamily::kMatmulAcc:
+    case ir::OpFamily::kScalarCompare:
+    case ir::OpFamily::kScalarSelect:
+    case ir::OpFamily::kDim: return false;
+    case ir::OpFamily::kScalarBinary:
+      if (args[0].is_int() && args[1].is_int())
+        return ImmediateArithMayTrap(op.op(), args[0].int_value(), args[1].int_value());
+      [[fallthrough]];
+    case ir::OpFamily::kBinary:
+    case ir::OpFamily::kUnary:
+    case ir::OpFamily::kRowExpand:
+    case ir::OpFamily::kColExpand:
+      return !IsFloat(op.result()->type.dtype()) && IntArithMayTrap(op.op());
+    case ir::OpFamily::kCast:
+    case ir::OpFamily::kScalarCast:
+      return CastMayTrap(args[0].type().dtype(), op.result()->type.dtype());
+    case ir::OpFamily::kRowReduce:
+    case ir::OpFamily::kColReduce:  // max / min of an empty region; integer sums overflow
+      return IsInt(args[0]) || (op.op() != ir::OpCode::kTileRowSum &&
+                                op.op() != ir::OpCode::kTileColSum);
+    case ir::OpFamily::kAssert:  // has no result: never dead, listed for completeness
+    case ir::OpFamily::kSlice:
+    case ir::OpFamily::kAssemble:
+    case ir::OpFamily::kReshape:  // offsets checked at run time; a partial tile cannot reshape
+    case ir::OpFamily::kRowArgmax: return true;
+    default: return TensorOpMayTrap(op);
+  }
+}
 
 void Count(const ir::Operand& o, Uses& uses, int delta) {
   if (o.is_value()) uses[o.value().get()] += delta;
@@ -72,7 +175,7 @@ class Sweeper {
     if (st.kind() == ir::StmtKind::kOp) {
       const auto& op = ir::As<ir::OpStmt>(st);
       if (ir::HasNoResult(ir::FamilyOf(op.op()))) return false;
-      return uses_[op.result().get()] == 0;
+      return uses_[op.result().get()] == 0 && !MayTrap(op);
     }
     if (st.kind() == ir::StmtKind::kIncore) return ir::As<ir::IncoreStmt>(st).body().empty();
     if (st.kind() == ir::StmtKind::kFor) {

@@ -10,8 +10,17 @@
 // finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
 #include "runtime/task_graph.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
+#include <system_error>
+
+#include "ptox/fault.h"
+#include "support/warn.h"
 
 namespace ptox::runtime {
 namespace {
@@ -270,8 +279,21 @@ std::vector<std::pair<TaskId, TaskId>> Graph::Edges() const {
 
 Executor::Executor(int threads) {
   if (threads <= 0) threads = DefaultThreads();
-  // Worker i is thread i; the waiting caller is thread `threads - 1`.
-  for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  threads = std::min(threads, kMaxThreads);
+  // Worker i is thread i; the waiting caller is thread `threads - 1`. A thread the host refuses
+  // ends the loop: the workers that did start run, the caller makes up for the rest.
+  workers_.reserve(static_cast<size_t>(threads - 1));
+  for (int i = 0; i + 1 < threads; ++i) {
+    try {
+      if (fault::ShouldFail(fault::Site::kThread))
+        throw std::system_error(EAGAIN, std::generic_category(), "injected by PTOX_FAULT");
+      workers_.emplace_back([this, i] { WorkerLoop(i); });
+    } catch (const std::system_error& e) {
+      Warn(fmt::format("cannot start worker thread {} of {} ({}): running on {} thread(s)", i + 1,
+                       threads - 1, e.what(), i + 1));
+      break;
+    }
+  }
 }
 
 Executor::~Executor() {
@@ -286,11 +308,19 @@ Executor::~Executor() {
 
 int Executor::DefaultThreads() {
   if (const char* env = std::getenv("PTOX_NUM_THREADS"); env && *env) {
-    int n = std::atoi(env);
-    if (n >= 1) return n;
+    std::string_view text(env);
+    int n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec == std::errc() && end == text.data() + text.size() && n >= 1 && n <= kMaxThreads)
+      return n;
+    static std::once_flag warned;  // the executor is made once; a second ask stays quiet
+    std::call_once(warned, [&] {
+      Warn(fmt::format("ignoring PTOX_NUM_THREADS='{}': expected an integer in [1, {}]", text,
+                       kMaxThreads));
+    });
   }
   unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, kMaxThreads));
 }
 
 Executor& Executor::Default() {

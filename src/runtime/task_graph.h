@@ -117,14 +117,24 @@ class Graph {
 // took 100-250 us on the VMs measured, longer than a whole small matmul, so back-to-back graphs
 // (a model's layers, a benchmark's repetitions) ran on one core — 512^3 f32 on 2 threads: 187
 // GFLOP/s without the spin, 346 with it.
+//
+// Threads are a resource the host may refuse (RLIMIT_NPROC, a container's pids limit): a worker
+// that cannot be started is a warning on stderr, and the executor runs with the threads it got —
+// at worst only the caller's. Asking for more than kMaxThreads is the caller's error to report.
 class Executor {
  public:
+  // The most threads an executor is asked for (RunOptions::num_threads, --threads and
+  // PTOX_NUM_THREADS are checked against it).
+  static constexpr int kMaxThreads = 1024;
+
   explicit Executor(int threads = 0);
   ~Executor();
+  // The threads that run tasks: the workers that started, plus the waiting caller.
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
   // The process-wide executor used by ptox::Run.
   static Executor& Default();
-  // PTOX_NUM_THREADS when set (>= 1), else the hardware threads.
+  // PTOX_NUM_THREADS when it is an integer in [1, kMaxThreads] (other values are a warning and
+  // ignored), else the hardware threads (at most kMaxThreads).
   static int DefaultThreads();
 
  private:

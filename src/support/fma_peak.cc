@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "ptox/fault.h"
 #include "support/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -140,10 +143,19 @@ double RunFmaOnThreads(const FmaKernel& k, int threads, int64_t iters) {
   threads = std::max(threads, 1);
   auto body = [&] { g_sink.store(k.run(iters), std::memory_order_relaxed); };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(body);
+  try {
+    for (int t = 1; t < threads; ++t) {
+      if (fault::ShouldFail(fault::Site::kThread))
+        throw std::system_error(EAGAIN, std::generic_category(), "injected by PTOX_FAULT");
+      pool.emplace_back(body);
+    }
+  } catch (const std::system_error&) {
+    // The host refused a thread (RLIMIT_NPROC): the flops count only the threads that ran, as
+    // the executor then also runs on fewer.
+  }
   body();
   for (std::thread& t : pool) t.join();
-  return 2.0 * k.lanes * kFmaChains * static_cast<double>(iters) * threads;
+  return 2.0 * k.lanes * kFmaChains * static_cast<double>(iters) * (pool.size() + 1);
 }
 
 double MeasurePeakGflops(const FmaKernel& k, int threads) {

@@ -35,8 +35,8 @@ FmaKernel Bf16DotKernel();
 // Iterations per thread for one run of `k` of about 0.1 s (20M for the vector loops).
 int64_t FmaIterations(const FmaKernel& k);
 
-// Runs k.run(iters) on `threads` threads at once (the calling thread is one of them) and returns
-// the flops done.
+// Runs k.run(iters) on `threads` threads at once (the calling thread is one of them; fewer when
+// the host refuses some) and returns the flops done.
 double RunFmaOnThreads(const FmaKernel& k, int threads, int64_t iters);
 
 // The best of 3 runs of k on `threads` threads at once (FmaIterations each), in GFLOP/s.

@@ -36,6 +36,12 @@ class Executable {
   virtual void Run(const std::vector<Arg>& args, const RunContext& ctx) const = 0;
 };
 
+// The bytes every shared object built for cache key `key` carries, as the content of a
+// symbol (kKeySymbol): the compile cache checks them in the file before loading it, the target
+// checks the symbol after loading, so an entry cannot pass for another key's.
+inline std::string KeyStamp(std::string_view key) { return "ptox-cache-key:" + std::string(key); }
+inline constexpr const char* kKeySymbol = "ptox_cache_key";
+
 // A compiled backend. The driver owns caching: it asks for the source, a build identity (part of
 // the cache key), builds on a miss and loads the shared object.
 class Target {
@@ -50,11 +56,16 @@ class Target {
   // Everything besides the source that determines the binary: compiler identity, flags, ABI and
   // kernel-library version. Cheap (no process is spawned).
   virtual std::string BuildIdentity() const = 0;
-  // Compiles `source` into a shared object at `out_path`. Throws kToolchain with the compiler's
-  // message and a one-line command that reproduces the failure.
-  virtual void Build(const std::string& source, const std::string& out_path) const = 0;
-  // Loads a shared object built by Build().
-  virtual std::shared_ptr<const Executable> Load(const std::string& so_path) const = 0;
+  // Compiles `source` into a shared object at `out_path` that exports KeyStamp(key) as the
+  // null-terminated string kKeySymbol. Throws kToolchain with the compiler's message and a
+  // one-line command that reproduces the failure (kRuntime when the host is out of disk,
+  // processes or memory).
+  virtual void Build(const std::string& source, const std::string& key,
+                     const std::string& out_path) const = 0;
+  // Loads a shared object built by Build() for `key`; throws kRuntime when it does not carry
+  // that key.
+  virtual std::shared_ptr<const Executable> Load(const std::string& so_path,
+                                                 const std::string& key) const = 0;
 };
 
 // Every compiled-in target, in preference order (best first); "cpu" resolves to the best

@@ -1,9 +1,11 @@
-// Test helpers shared by the test binaries: temporary directories, whole-file reads / writes, and
-// running the ptox CLI (binaries that define PTOX_CLI).
+// Test helpers shared by the test binaries: temporary directories, whole-file reads / writes,
+// scoped environment variables, and running the ptox CLI (binaries that define PTOX_CLI).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +40,26 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// Sets (or, with nullopt, unsets) an environment variable for the scope; restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) setenv(name_.c_str(), value->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
 };
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {

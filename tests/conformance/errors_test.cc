@@ -1,6 +1,7 @@
 // Conformance of run-time errors (out-of-bounds offsets, integer overflow, step 0, narrowing casts,
-// empty max) and of documented special values (bf16 / f16 rounding, NaN payloads) on every CPU
-// target: the same status as the interpreter, inputs untouched, exact expected bits.
+// empty max, failing ops whose results are unused) and of documented special values (bf16 / f16
+// rounding, NaN payloads) on every CPU target: the same status as the interpreter, inputs
+// untouched, exact expected bits.
 #include <cstdio>
 #include <cstring>
 
@@ -89,6 +90,50 @@ TEST_P(ErrorsTest, StepZeroOrNegativeAtRunTimeFails) {
   spec.scalars["s"] = int64_t{-8};
   ExpectRuntimeError(spec, 9, 16);
   ExpectRuntimeError(spec, 0, 16);  // fails before the (empty) iteration space is looked at
+}
+
+// A program from text, with scalar arguments.
+Spec FromText(const std::string& name, const std::string& text,
+              std::map<std::string, Arg> scalars) {
+  Result<Program> p = Program::Parse(text, name + ".pto");
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return {name, p.ok() ? *p : Program(), {}, {}, std::move(scalars)};
+}
+
+// An op that fails fails the program whether or not its result is used: dead-code elimination
+// keeps it. Compiled targets used to drop an unused division by zero (or one multiplied by 0,
+// which folding turns into 0) and succeed where the interpreter fails.
+TEST_P(ErrorsTest, UnusedFailingOpsStillFail) {
+  const std::string copy = R"(
+  incore {
+    %t = tile.load %x[0, 0] : tile<8x16xf32>
+    tile.store %t, %y[0, 0]
+  }
+})";
+  const std::string head =
+      "(%x: in tensor<{N}x{M}xf32>, %k: in index, %y: out tensor<{N}x{M}xf32>) {\n";
+  auto spec = [&](const std::string& name, const std::string& body, int64_t k) {
+    return FromText(name, "func @" + name + head + body + copy, {{"k", k}});
+  };
+  ExpectRuntimeError(spec("div", "  %q = arith.div 1, %k\n", 0), 8, 16);
+  ExpectRuntimeError(spec("mul0", "  %q = arith.div 1, %k\n  %z = arith.mul %q, 0\n", 0), 8, 16);
+  ExpectRuntimeError(spec("cast", "  %n = arith.cast %k : i8\n", 1000), 8, 16);
+  ExpectRuntimeError(
+      spec("load", "  incore {\n    %d = tile.load %x[%k, 0] : tile<8x16xf32>\n  }", 100), 8, 16);
+  // Integer overflow of an unused tile product (the inputs hold MIN and MAX).
+  ExpectRuntimeError(FromText("tile_mul", R"(
+func @tile_mul(%x: in tensor<{N}x{M}xi32>, %y: out tensor<{N}x{M}xi32>) {
+  incore {
+    %t = tile.load %x[0, 0] : tile<8x16xi32>
+    %unused = tile.mul %t, %t
+    tile.store %t, %y[0, 0]
+  }
+})",
+                              {}),
+                     8, 16);
+  // Where nothing fails, the kept ops change no result.
+  RunConfig ok{{{"N", 8}, {"M", 16}}, {"aligned", 0, false}, 7};
+  CheckConforms(spec("div_ok", "  %q = arith.div 1, %k\n", 3), ok, GetParam());
 }
 
 TEST_P(ErrorsTest, MaxOfAnEmptyRowFails) {

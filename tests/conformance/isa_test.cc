@@ -41,23 +41,18 @@ bool HostRuns(const std::string& target) {
   return std::find(all.begin(), all.end(), target) != all.end();
 }
 
-// Builds the program for `target` through the driver (and its cache) and returns the
-// disassembly of the shared object, found by the same cache key the driver uses.
+// Builds the program for `target` through the driver's cache and returns the disassembly of the
+// shared object.
 std::string Disassemble(const std::string& target_name) {
   Program prog = ExpAddProgram();
   const ir::Func& func = *prog.module().funcs.back();
   const targets::Target& target = targets::GetTarget(target_name);
-  driver::Compile(target, func);
-  const std::string source = target.Source(driver::Lower(target.caps(), func));
-  std::optional<std::string> so =
-      driver::CompileCache().Lookup(driver::HashHex(source + "\n" + target.BuildIdentity()));
-  EXPECT_TRUE(so.has_value()) << "no cache entry for the " << target_name << " build";
-  if (!so) return {};
+  const std::string so = driver::CompileToCache(target, func);
   std::optional<ProcessResult> r =
-      RunProcess({kObjdump, "-d", "--no-show-raw-insn", *so}, /*timeout_ms=*/60000);
+      RunProcess({kObjdump, "-d", "--no-show-raw-insn", so}, /*timeout_ms=*/60000);
   EXPECT_TRUE(r && r->exit_code == 0) << "objdump failed: " << (r ? r->err : "not started");
   if (!r) return {};
-  EXPECT_NE(r->out.find("<ptox_entry>:"), std::string::npos) << "no ptox_entry in " << *so;
+  EXPECT_NE(r->out.find("<ptox_entry>:"), std::string::npos) << "no ptox_entry in " << so;
   return r->out;
 }
 

@@ -142,11 +142,11 @@ Result<std::vector<Case>> MakeCases(BenchArgs& args) {
   if (args.reps < 1)
     return Invalid(fmt::format("error: --reps must be at least 1, got {}", args.reps));
   for (int t : args.threads)
-    if (t < 0)
+    if (t < 0 || t > kMaxThreads)
       return Invalid(fmt::format(
-          "error: --threads: a thread count must be >= 0 (0: PTOX_NUM_THREADS or one per core), "
-          "got {}",
-          t));
+          "error: --threads: a thread count must be >= 0 and at most {} (0: PTOX_NUM_THREADS or "
+          "one per core), got {}",
+          kMaxThreads, t));
   if (args.dtype != "f32" && args.dtype != "bf16" && args.dtype != "f16")
     return Invalid(fmt::format("error: --dtype: expected f32, bf16 or f16, got '{}'", args.dtype));
   if (!args.in.function.empty() && args.in.function[0] == '@') args.in.function.erase(0, 1);

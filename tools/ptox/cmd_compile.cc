@@ -2,12 +2,14 @@
 // [--caps=l2=N,...]`: what a compiled target makes of a program: the lowered IR, the generated
 // source, or the shared object (--caps: ir and src only).
 #include <cstdio>
-#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "commands.h"
 #include "ptox/ptox.h"
+#include "tools/ptox/npy.h"
 
 namespace ptox::cli {
 namespace {
@@ -35,9 +37,12 @@ int RunCompile(const CompileArgs& args) {
   if (!out.ok()) return Fail(out.status());
   if (args.emit == Emit::kBinary) {
     std::string dest = args.output.empty() ? "a.so" : args.output;
-    std::error_code ec;
-    std::filesystem::copy_file(*out, dest, std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec) return Fail(Status(StatusCode::kInvalid, "error: cannot write " + dest + ": " + ec.message()));
+    std::ifstream in(*out, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return Fail(Status(StatusCode::kRuntime, "runtime error: cannot read " + *out));
+    // As every file the CLI writes: a full disk is a runtime error and leaves no partial file.
+    if (Status s = WriteWholeFile(dest, {bytes.str()}); !s.ok()) return Fail(s);
     std::fprintf(stderr, "wrote %s\n", dest.c_str());
     return 0;
   }
@@ -45,9 +50,7 @@ int RunCompile(const CompileArgs& args) {
     std::fputs(out->c_str(), stdout);
     return 0;
   }
-  FILE* f = std::fopen(args.output.c_str(), "wb");
-  if (f == nullptr || std::fputs(out->c_str(), f) < 0 || std::fclose(f) != 0)
-    return Fail(Status(StatusCode::kInvalid, "error: cannot write " + args.output));
+  if (Status s = WriteWholeFile(args.output, {*out}); !s.ok()) return Fail(s);
   return 0;
 }
 

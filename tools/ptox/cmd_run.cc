@@ -2,6 +2,7 @@
 // [--scalars x=1.5,...] [--outputs DIR] [--check] [--no-fuse]`: run a program on .npy or seeded
 // random inputs and print one summary line per output (stdout), then `OK`.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -68,24 +69,67 @@ Status CheckAgainstInterp(const Program& prog, const RunArgs& args,
   return Status::Ok();
 }
 
-// Writes DIR/<name>.npy per output, refusing to overwrite any --inputs file.
+// Where one output goes: written to `tmp` (a hidden name in the same folder), renamed to `path`.
+struct PendingOutput {
+  std::string tmp, path;
+};
+
+// Checks every output's destination before anything is written: not an --inputs file, not a
+// folder.
+Result<std::vector<PendingOutput>> PlanOutputs(const RunArgs& args,
+                                               const std::vector<ParamInfo>& params) {
+  std::vector<PendingOutput> plan;
+  std::error_code ec;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!IsOutput(params[i])) continue;
+    const std::string file = params[i].name + ".npy";
+    PendingOutput p{
+        (fs::path(args.outputs_dir) / fmt::format(".{}.tmp.{}", file, getpid())).string(),
+        (fs::path(args.outputs_dir) / file).string()};
+    for (const std::string& in : args.in.inputs) {
+      if (fs::equivalent(p.path, in, ec))
+        return Invalid(
+            fmt::format("error: --outputs: writing {} would overwrite input '{}'", p.path, in));
+    }
+    if (fs::is_directory(fs::symlink_status(p.path, ec)))
+      return Invalid(fmt::format("error: --outputs: {} is a directory", p.path));
+    plan.push_back(std::move(p));
+  }
+  return plan;
+}
+
+// Writes DIR/<name>.npy per output, all or nothing: each goes to a temporary name first and all
+// are renamed into place only once every one was written, so a full disk or an unwritable file
+// leaves no output of this run (and no partial file) behind.
 Status WriteOutputs(const RunArgs& args, const std::vector<ParamInfo>& params,
                     const Arrays& arrays) {
   std::error_code ec;
-  fs::create_directories(args.outputs_dir, ec);
+  const bool created = fs::create_directories(args.outputs_dir, ec);
   if (ec)
     return Invalid(
         fmt::format("error: --outputs: cannot create '{}': {}", args.outputs_dir, ec.message()));
-  for (size_t i = 0; i < params.size(); ++i) {
+  Result<std::vector<PendingOutput>> plan = PlanOutputs(args, params);
+  size_t written = 0;
+  auto undo = [&](const Status& why, size_t renamed) {
+    for (size_t k = 0; k < written; ++k)
+      std::remove((k < renamed ? (*plan)[k].path : (*plan)[k].tmp).c_str());
+    if (created) fs::remove(args.outputs_dir, ec);  // only when empty
+    return Status(why.code(), why.message() + " (no output was written)");
+  };
+  if (!plan.ok()) return undo(plan.status(), 0);
+  for (size_t i = 0, k = 0; i < params.size(); ++i) {
     if (!IsOutput(params[i])) continue;
-    std::string path = (fs::path(args.outputs_dir) / (params[i].name + ".npy")).string();
-    for (const std::string& in : args.in.inputs) {
-      if (fs::equivalent(path, in, ec))
-        return Invalid(
-            fmt::format("error: --outputs: writing {} would overwrite input '{}'", path, in));
-    }
-    Status s = WriteNpy(path, *arrays[i]);
-    if (!s.ok()) return s;
+    Status s = WriteNpy((*plan)[k++].tmp, *arrays[i]);
+    if (!s.ok()) return undo(s, 0);
+    ++written;
+  }
+  for (size_t k = 0; k < plan->size(); ++k) {
+    fs::rename((*plan)[k].tmp, (*plan)[k].path, ec);
+    if (ec)
+      return undo(Status(StatusCode::kRuntime,
+                         fmt::format("runtime error: --outputs: cannot rename {} to {}: {}",
+                                     (*plan)[k].tmp, (*plan)[k].path, ec.message())),
+                  k);
   }
   return Status::Ok();
 }
@@ -114,10 +158,8 @@ int RunCommand(RunArgs args) {
                   .constants = args.in.constants});
   if (!s.ok()) return Fail(s);
   if (!args.trace_path.empty()) {
-    std::FILE* f = std::fopen(args.trace_path.c_str(), "wb");
-    std::string json = ChromeTraceJson(trace);
-    if (f == nullptr || std::fputs(json.c_str(), f) < 0 || std::fclose(f) != 0)
-      return Fail(Invalid("error: cannot write the trace to '" + args.trace_path + "'"));
+    if (Status t = WriteWholeFile(args.trace_path, {ChromeTraceJson(trace)}); !t.ok())
+      return Fail(t);
   }
   // The profile is a diagnostic: stderr, so stdout stays the summary lines.
   if (args.profile) std::fputs(ProfileTable(trace).c_str(), stderr);
@@ -149,12 +191,13 @@ Handler RegisterRun(CLI::App& app) {
   sub->add_flag("--check", args->check, "also run on the interpreter and compare the outputs");
   sub->add_option("--threads", args->threads,
                   "worker threads for compiled targets (default: PTOX_NUM_THREADS or one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, kMaxThreads));
   sub->add_option("--trace", args->trace_path,
                   "write a Chrome / Perfetto trace of the tasks (compiled targets) to FILE");
   sub->add_flag("--profile", args->profile,
                 "print per-kernel calls, time, GB/s and GFLOP/s to stderr (compiled targets)");
-  sub->add_flag("--check-nan", args->check_nan, "fail the task that writes a NaN to an output");
+  sub->add_flag("--check-nan", args->check_nan,
+                "fail the run when it writes a NaN to an output (interp: checked after the run)");
   sub->add_flag("--no-fuse", args->no_fuse,
                 "compiled targets: one kernel per tensor op (skip fuse-elementwise)");
   return [args] { return RunCommand(*args); };

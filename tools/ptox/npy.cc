@@ -12,6 +12,8 @@
 #include <limits>
 #include <new>
 
+#include "ptox/fault.h"
+
 namespace ptox::cli {
 namespace {
 
@@ -220,10 +222,17 @@ void CheckBools(const NpyArray& a, const std::string& path) {
 
 NpyArray ReadOrThrow(const std::string& path, std::optional<DType> expect) {
   Fd f;
-  f.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. It is
+  // refused below, and reads from a regular file never block anyway.
+  f.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f.fd < 0) Bad(path, fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
-  if (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) Bad(path, "not a regular file");
+  if (fstat(f.fd, &st) != 0) Bad(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    Bad(path,
+        fmt::format("not a regular file (a {})", S_ISDIR(st.st_mode)    ? "directory"
+                                                 : S_ISFIFO(st.st_mode) ? "FIFO"
+                                                                        : "device or socket"));
   size_t size = static_cast<size_t>(st.st_size);
   // Read the fixed prefix, then the whole header.
   std::string head(std::min<size_t>(size, kMagicLen + 6), '\0');
@@ -371,34 +380,59 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
   return out + dict;
 }
 
-Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
-                const void* data, size_t bytes) {
-  std::string header = EncodeNpyHeader(dtype, shape);
-  auto fail = [&](const char* what) {
-    return Status(StatusCode::kInvalid, fmt::format("error: cannot write '{}': {}: {}", path, what,
-                                                    std::strerror(errno)));
+namespace {
+
+// Resource problems (a full disk or quota, an I/O error) are runtime errors; the rest (no such
+// folder, no permission, a read-only file system) come from what the user asked for.
+bool IsResourceErrno(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG || err == EIO || err == ENOMEM;
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return false;
+    if (w == 0) return errno = EIO, false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+Status WriteWholeFile(const std::string& path, std::initializer_list<std::string_view> parts) {
+  auto fail = [&](const char* what, int err) {
+    const bool resource = IsResourceErrno(err);
+    return Status(resource ? StatusCode::kRuntime : StatusCode::kInvalid,
+                  fmt::format("{}: cannot write '{}': {}: {}", resource ? "runtime error" : "error",
+                              path, what, std::strerror(err)));
   };
   Fd f;
   f.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (f.fd < 0) return fail("open");
-  auto write_all = [&](const char* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = write(f.fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  };
-  if (!write_all(header.data(), header.size()) || !write_all(static_cast<const char*>(data), bytes))
-    return fail("write");
-  if (close(f.fd) != 0) {
-    f.fd = -1;
-    return fail("close");
+  if (f.fd < 0) return fail("open", errno);
+  // PTOX_FAULT=write:N: this file fails half-way through as on a full disk.
+  const bool inject = fault::ShouldFail(fault::Site::kWrite);
+  bool ok = true;
+  for (std::string_view part : parts) {
+    ok = WriteAll(f.fd, part.data(), inject ? part.size() / 2 : part.size());
+    if (ok && inject) errno = ENOSPC, ok = false;
+    if (!ok) break;
   }
+  int err = ok ? 0 : errno;
+  const char* what = "write";
+  if (close(f.fd) != 0 && ok) ok = false, err = errno, what = "close";
   f.fd = -1;
-  return Status::Ok();
+  if (ok) return Status::Ok();
+  unlink(path.c_str());  // never leave a truncated file behind
+  return fail(what, err);
+}
+
+Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+                const void* data, size_t bytes) {
+  std::string header = EncodeNpyHeader(dtype, shape);
+  return WriteWholeFile(path, {header, std::string_view(static_cast<const char*>(data), bytes)});
 }
 
 }  // namespace ptox::cli

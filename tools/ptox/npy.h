@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,7 +67,11 @@ Result<NpyArray> ReadNpy(const std::string& path, std::optional<DType> expect = 
 
 // The header (magic, version, length, dict, padding to 64 bytes) for a C-order array.
 std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape);
-// Writes `bytes` bytes at `data` as a .npy file (replacing an existing file).
+// Writes `parts` in order to `path` (created, or truncated when it exists); on failure removes
+// the partial file. A full disk or quota (ENOSPC, EDQUOT, EFBIG) or an I/O error is kRuntime,
+// anything else (no such folder, no permission) kInvalid; both messages name the path.
+Status WriteWholeFile(const std::string& path, std::initializer_list<std::string_view> parts);
+// Writes `bytes` bytes at `data` as a .npy file (replacing an existing file), as WriteWholeFile.
 Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
                 const void* data, size_t bytes);
 inline Status WriteNpy(const std::string& path, const NpyArray& a) {

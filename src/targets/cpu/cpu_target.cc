@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,7 +18,9 @@
 
 #include "kernels/cpu/abi.h"
 #include "support/cpu_features.h"
+#include "support/files.h"
 #include "support/subprocess.h"
+#include "support/warn.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"
 #include "targets/cpu/launch.h"
@@ -100,6 +104,37 @@ const std::string& KernelLibraryText() {
     return all;
   }();
   return text;
+}
+
+// The environment the compiler runs with. Variables such as CPATH, GCC_EXEC_PREFIX,
+// COMPILER_PATH, LIBRARY_PATH, SOURCE_DATE_EPOCH or CCC_OVERRIDE_OPTIONS change the binary a
+// compiler produces, so none is passed on: the compiler sees only PATH and LD_LIBRARY_PATH (it
+// finds as / ld and its own libraries through them; both are part of the build identity) and
+// TMPDIR (where its temporary files go, which changes nothing), with messages in the C locale.
+const std::vector<std::string>& CompilerEnvironment() {
+  static const std::vector<std::string> env = [] {
+    std::vector<std::string> out = {"LC_ALL=C"};
+    for (const char* name : {"PATH", "LD_LIBRARY_PATH", "TMPDIR"})
+      if (const char* v = std::getenv(name)) out.push_back(std::string(name) + "=" + v);
+    return out;
+  }();
+  return env;
+}
+
+// PTOX_COMPILE_TIMEOUT (seconds, 1 to 86400; default 300): how long one compile may take
+// before its process group is killed.
+int CompileTimeoutMs() {
+  constexpr int kDefaultS = 300;
+  const char* env = std::getenv("PTOX_COMPILE_TIMEOUT");
+  if (env == nullptr || *env == '\0') return kDefaultS * 1000;
+  char* end = nullptr;
+  const long s = std::strtol(env, &end, 10);
+  if (*end != '\0' || s < 1 || s > 86400) {
+    Warn(std::string("ignoring PTOX_COMPILE_TIMEOUT='") + env +
+         "': expected seconds in [1, 86400]; using " + std::to_string(kDefaultS));
+    return kDefaultS * 1000;
+  }
+  return static_cast<int>(s * 1000);
 }
 
 int64_t CacheSize(int name, int64_t fallback) {
@@ -203,42 +238,71 @@ std::string CpuTarget::BuildIdentity() const {
   std::string id = std::string(name()) + "\nabi " + std::to_string(ptox::cpu::kAbiVersion) +
                    "\ncompiler " + CompilerIdentity() + "\nflags";
   for (const std::string& f : Flags()) id += " " + f;
+  id += "\nenvironment";
+  for (const std::string& e : CompilerEnvironment())
+    if (e.rfind("TMPDIR=", 0) != 0) id += "\n  " + e;
   return id + "\n" + KernelLibraryText();
 }
 
-void CpuTarget::Build(const std::string& source, const std::string& out_path) const {
+void CpuTarget::Build(const std::string& source, const std::string& key,
+                      const std::string& out_path) const {
   const std::string& cc = CompilerPath();
   if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
   std::string src_path = out_path + ".cc";
-  {
-    std::ofstream out(src_path, std::ios::binary);
-    out << source;
-    if (!out) throw Error(StatusCode::kToolchain, "toolchain error: cannot write " + src_path);
+  // The key goes into the binary (KeyStamp): the cache checks it before and after loading.
+  const std::string stamped = source +
+                              "\n// The compile cache key of this binary.\nextern \"C\" "
+                              "__attribute__((visibility(\"default\"), used)) const char " +
+                              kKeySymbol + "[] = \"" + KeyStamp(key) + "\";\n";
+  if (!WriteNewFile(src_path, stamped)) {
+    const int e = errno;
+    throw Error(IsResourceErrno(e) ? StatusCode::kRuntime : StatusCode::kToolchain,
+                std::string(IsResourceErrno(e) ? "runtime" : "toolchain") +
+                    " error: cannot write " + src_path + ": " + std::strerror(e));
   }
   std::vector<std::string> argv = {cc};
   for (const std::string& f : Flags()) argv.push_back(f);
   argv.insert(argv.end(), {"-o", out_path, src_path});
-  std::optional<ProcessResult> r = RunProcess(argv, /*timeout_ms=*/300000);
+  const int timeout_ms = CompileTimeoutMs();
+  std::optional<ProcessResult> r =
+      RunProcess(argv, {.timeout_ms = timeout_ms, .env = CompilerEnvironment()});
+  const int start_errno = r ? 0 : errno;
   if (r && r->exit_code == 0 && !r->timed_out) {
     std::remove(src_path.c_str());
     return;
   }
   std::string command;
   for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
-  std::string what = !r ? "could not be started" : r->timed_out ? "timed out" :
-                     "failed with exit code " + std::to_string(r->exit_code);
+  if (!r && (start_errno == EAGAIN || start_errno == ENOMEM)) {  // a resource, not the compiler
+    std::remove(src_path.c_str());
+    throw Error(StatusCode::kRuntime, std::string("runtime error: cannot start the C++ compiler ") +
+                                          cc + ": " + std::strerror(start_errno) +
+                                          " (out of processes or memory)");
+  }
+  std::string what = !r ? std::string("could not be started: ") + std::strerror(start_errno)
+                     : r->timed_out ? "timed out after " + std::to_string(timeout_ms / 1000) +
+                                          " s (PTOX_COMPILE_TIMEOUT)"
+                                    : "failed with exit code " + std::to_string(r->exit_code);
   throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + what + "\n" +
                                           (r ? r->err : std::string()) + "reproduce with: " +
                                           command + "\n(the generated source is kept at " +
                                           src_path + ")");
 }
 
-std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path) const {
+std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path,
+                                                  const std::string& key) const {
   void* handle = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* e = dlerror();
     throw Error(StatusCode::kToolchain,
                 "toolchain error: cannot load " + so_path + ": " + (e ? e : "unknown error"));
+  }
+  const auto* stamp = static_cast<const char*>(dlsym(handle, kKeySymbol));
+  if (stamp == nullptr || KeyStamp(key) != stamp) {
+    dlclose(handle);
+    throw Error(StatusCode::kRuntime, "runtime error: " + so_path +
+                                          " is not the binary of cache key " + key +
+                                          " (was it replaced while loading?)");
   }
   auto entry = reinterpret_cast<EntryFn>(dlsym(handle, ptox::cpu::kEntrySymbol));
   if (entry == nullptr) {

@@ -21,8 +21,10 @@ class CpuTarget final : public Target {
   const Capabilities& caps() const override { return caps_; }
   std::string Source(const ir::Func& func) const override;
   std::string BuildIdentity() const override;
-  void Build(const std::string& source, const std::string& out_path) const override;
-  std::shared_ptr<const Executable> Load(const std::string& so_path) const override;
+  void Build(const std::string& source, const std::string& key,
+             const std::string& out_path) const override;
+  std::shared_ptr<const Executable> Load(const std::string& so_path,
+                                         const std::string& key) const override;
   // The compiler flags for this ISA (the ISA part decides which instructions may appear).
   std::vector<std::string> Flags() const;
 

@@ -1,5 +1,5 @@
 // Helpers for the driver tests: a per-test compile cache (PTOX_CACHE_DIR in a fresh temp dir),
-// scoped environment variables, never-seen-before programs, and the ptox CLI as a subprocess.
+// never-seen-before programs, and the ptox CLI as a subprocess.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/cache.h"
 #include "ptox/ptox.h"
 #include "support/subprocess.h"
 #include "tests/common/files.h"
@@ -26,28 +27,9 @@ namespace fs = std::filesystem;
 
 using ptox::testing::Ptox;
 using ptox::testing::ReadFile;
+using ptox::testing::ScopedEnv;
 using ptox::testing::TempDir;
 using ptox::testing::WriteFile;
-
-// Sets (or, with nullopt, unsets) an environment variable for the scope; restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value) setenv(name_.c_str(), value->c_str(), 1);
-    else unsetenv(name_.c_str());
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-    else unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // The sorted file names in `dir` (empty when it does not exist).
 inline std::vector<std::string> ListDir(const std::string& dir) {
@@ -56,6 +38,17 @@ inline std::vector<std::string> ListDir(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Expects the cache entry whose .so is at `so` to be valid: its .sum record names the entry's key
+// and the .so's hash (the record's format is in src/driver/cache.cc).
+inline void ExpectValidEntry(const std::string& so) {
+  ASSERT_EQ(fs::path(so).extension(), ".so") << so;
+  const std::string base = so.substr(0, so.size() - 3);
+  const std::string key = fs::path(base).filename().string();
+  const std::string record = ReadFile(base + ".sum");
+  EXPECT_EQ(record.rfind("ptox-cache-entry 2\nkey " + key + "\nidentity ", 0), 0u) << record;
+  EXPECT_NE(record.find("\nso " + HashHex(ReadFile(so)) + "\n"), std::string::npos) << record;
 }
 
 // y = x * k + c over one 8x16 f32 tile. The in-process executable memo is keyed by the generated

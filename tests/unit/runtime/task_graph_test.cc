@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "ptox/fault.h"
 #include "runtime/task_graph.h"
 
 namespace ptox::runtime {
@@ -218,11 +219,56 @@ TEST(Failure, ExceptionsInTasksBecomeErrors) {
 }
 
 TEST(Executor, NumThreadsFromEnvironment) {
+  unsetenv("PTOX_NUM_THREADS");
+  const int hardware = Executor::DefaultThreads();
+  EXPECT_GE(hardware, 1);
+  EXPECT_LE(hardware, Executor::kMaxThreads);
   setenv("PTOX_NUM_THREADS", "3", 1);
   EXPECT_EQ(Executor::DefaultThreads(), 3);
-  setenv("PTOX_NUM_THREADS", "0", 1);  // invalid: falls back to the hardware
-  EXPECT_GE(Executor::DefaultThreads(), 1);
+  setenv("PTOX_NUM_THREADS", "1024", 1);
+  EXPECT_EQ(Executor::DefaultThreads(), 1024);
+  // Not an integer in [1, kMaxThreads]: ignored (with a warning), the hardware count instead. An
+  // atoi of "99999999999" was 1215752191 (overflow), of "3x" 3.
+  for (const char* bad : {"0", "-2", "1025", "99999999999", "3x", " 3", "many"}) {
+    setenv("PTOX_NUM_THREADS", bad, 1);
+    EXPECT_EQ(Executor::DefaultThreads(), hardware) << bad;
+  }
   unsetenv("PTOX_NUM_THREADS");
+}
+
+// Counts the tasks of a 200-task graph run on `ex`; every one must run.
+int64_t RunTasks(Executor& ex) {
+  Graph g(ex);
+  std::atomic<int64_t> ran{0};
+  for (int i = 0; i < 200; ++i) {
+    g.Submit(T({W(i % 3, Rows(i % 8, i % 8 + 1))}, [&] {
+      ++ran;
+      return std::string();
+    }));
+  }
+  EXPECT_TRUE(g.Wait().ok());
+  return ran.load();
+}
+
+// A thread the host refuses (PTOX_FAULT=thread:N makes the N-th creation fail as RLIMIT_NPROC
+// would) leaves the executor with the workers that started; it used to terminate the process
+// (std::thread destroyed while joinable during the constructor's unwinding).
+TEST(Executor, RefusedThreadsLeaveFewerWorkersNotAnAbort) {
+  struct Case {
+    const char* fault;
+    int asked, got;
+  } cases[] = {{"thread:3", 6, 3}, {"thread:1", 4, 1}, {"thread:1+", 8, 1}, {"thread:9", 4, 4}};
+  for (const Case& c : cases) {
+    setenv("PTOX_FAULT", c.fault, 1);
+    fault::Reset();
+    {
+      Executor ex(c.asked);
+      EXPECT_EQ(ex.threads(), c.got) << c.fault;
+      EXPECT_EQ(RunTasks(ex), 200) << c.fault;
+    }
+    unsetenv("PTOX_FAULT");
+    fault::Reset();
+  }
 }
 
 }  // namespace
