@@ -359,8 +359,11 @@ def gone(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    try:  # it may be reaped between the two looks
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def case_kill_during_compile(b):
@@ -376,7 +379,8 @@ sleep 60
     p = subprocess.Popen([b.ptox, "run", prog, "--dims", "N=64", "--target=cpu-scalar"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
-    while not (os.path.exists(b.path("helper.pid")) and open(b.path("helper.pid")).read()):
+    while not (os.path.exists(b.path("helper.pid"))
+               and open(b.path("helper.pid")).read().endswith("\n")):
         b.expect(time.time() < deadline, "the compiler never started")
         time.sleep(0.01)
     helper = int(open(b.path("helper.pid")).read())
@@ -391,11 +395,14 @@ sleep 60
         b.expect(not os.path.exists(b.path("late")), "the compile wrote after ptox died")
     finally:  # what a broken ptox left running goes (its group, unless it is ours)
         if not gone(helper):
-            group = os.getpgid(helper)
-            if group != os.getpgrp():
-                os.killpg(group, signal.SIGKILL)
-            else:
-                os.kill(helper, signal.SIGKILL)
+            try:
+                group = os.getpgid(helper)
+                if group != os.getpgrp():
+                    os.killpg(group, signal.SIGKILL)
+                else:
+                    os.kill(helper, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     left = b.cache_files()
     b.expect(left and all(".tmp." in f for f in left), f"unexpected leftovers {left}")
     b.expect_rc(["run", prog, "--dims", "N=64", "--target=cpu-scalar", "--check"], OK)
