@@ -24,7 +24,7 @@
 
 #include "passes/convert_tensor_to_tile.h"
 #include "ptox/ptox.h"
-#include "support/fma_peak.h"
+#include "ptox/fma_peak.h"
 #include "targets/target.h"
 
 extern "C" char* openblas_get_corename(void);

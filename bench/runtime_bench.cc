@@ -15,7 +15,7 @@
 
 #include "ptox/ptox.h"
 #include "runtime/task_graph.h"
-#include "support/fma_peak.h"
+#include "ptox/fma_peak.h"
 
 namespace {
 

@@ -5,10 +5,13 @@ Each folder may include only the folders listed for it below (and itself); front
 the Python bindings) include only the public API in include/ptox plus their own files. Prints
 every wrong-way include as `file:line: <layer> includes <header> (<layer> may include ...)` and
 exits 1 when there is one. Usage: scripts/check_layering.py [REPO_ROOT]
+(`--self-test` checks that a tree with one wrong-way arrow fails and its fix passes).
 """
 import pathlib
 import re
+import subprocess
 import sys
+import tempfile
 
 # What each layer may include (besides itself). support <- {ir, ops} <- analysis <- passes <-
 # targets <- driver; the interpreter on {ir, ops}; the runtime links without the compiler; the
@@ -53,7 +56,33 @@ def layer_of_file(root, path):
     return None
 
 
+def self_test():
+    """The check fails on a CLI file that reaches into src/, and passes once it does not."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = pathlib.Path(tmp, 'tools/ptox/x.cc')
+        cli.parent.mkdir(parents=True)
+        cli.write_text('#include "ptox/ptox.h"\n#include "ir/ir.h"\n')
+        pathlib.Path(tmp, 'src/ir').mkdir(parents=True)
+        pathlib.Path(tmp, 'src/ir/ir.h').write_text('#include "passes/pass.h"\n')
+        run = lambda: subprocess.run([sys.executable, __file__, tmp], capture_output=True, text=True)
+        bad = run()
+        expected = ['tools/ptox/x.cc:2:', 'src/ir/ir.h:1:', '2 wrong-way']
+        if bad.returncode != 1 or not all(e in bad.stdout for e in expected):
+            print('self-test: two wrong-way includes not reported:\n' + bad.stdout)
+            return 1
+        cli.write_text('#include "ptox/ptox.h"\n')
+        pathlib.Path(tmp, 'src/ir/ir.h').write_text('#include "support/error.h"\n')
+        good = run()
+        if good.returncode != 0:
+            print('self-test: a clean tree fails:\n' + good.stdout)
+            return 1
+    print('layering self-test ok')
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ['--self-test']:
+        return self_test()
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else '.').resolve()
     bad = []
     for path in sorted(root.glob('**/*')):

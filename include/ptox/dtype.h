@@ -32,4 +32,11 @@ inline bool IsInteger(DType t) {
   return t == DType::kI8 || t == DType::kI32 || t == DType::kI64 || t == DType::kIndex;
 }
 
+// 16-bit floats as their bits, converted as every target converts them: to f16 / bf16 rounding to
+// nearest even (NaN stays a quiet NaN), back to f32 exactly.
+uint16_t F32ToF16Bits(float x);
+uint16_t F32ToBf16Bits(float x);
+float F16BitsToF32(uint16_t bits);
+float Bf16BitsToF32(uint16_t bits);
+
 }  // namespace ptox

@@ -17,6 +17,7 @@
 #include "ptox/dtype.h"
 #include "ptox/status.h"
 #include "ptox/tensor.h"
+#include "ptox/trace.h"
 
 namespace ptox {
 
@@ -69,17 +70,12 @@ class Program {
   std::shared_ptr<Compiled> compiled_;
 };
 
-// One task of a run on a compiled target (traces and profiles).
-struct TaskTrace {
-  int64_t id;
-  std::string name;  // "func.incoreN (line:col)"
-  int worker;
-  double start_us, end_us;  // since the run started
-  int64_t bytes_read, bytes_written, flops;
-};
-
 // The most worker threads a run may ask for (RunOptions::num_threads, PTOX_NUM_THREADS).
 inline constexpr int kMaxThreads = 1024;
+
+// The worker threads a run gets when RunOptions::num_threads is 0: PTOX_NUM_THREADS when it is an
+// integer in [1, kMaxThreads] (a warning on stderr otherwise), else one per core.
+int DefaultThreads();
 
 struct RunOptions {
   std::string target = "interp";  // "interp", "cpu" (best ISA), "cpu-avx512", "cpu-avx2", ...
@@ -157,7 +153,10 @@ struct CompileOptions {
 // Compiles (through the cache for kBinary) and returns the text or the binary's path.
 Result<std::string> Compile(const Program& program, const CompileOptions& options);
 
-// The persistent compile cache ($PTOX_CACHE_DIR, default ~/.cache/ptox).
+// The persistent compile cache's folder: $PTOX_CACHE_DIR when set, else $HOME/.cache/ptox
+// (/tmp/.cache/ptox without a HOME). Every front end and `ptox doctor` go by this one rule.
+std::string CacheDir();
+// What the cache holds.
 struct CacheInfo {
   std::string dir;
   int64_t entries = 0;
@@ -178,11 +177,6 @@ Result<int64_t> ClearCache();
 // target past it, so a --check failure after such an op needs a look at the op-level bounds.
 Result<double> ReorderBound(const Program& program, std::string_view function = {},
                             const std::vector<Arg>& args = {});
-
-// Chrome / Perfetto trace JSON for a run's tasks (a track per worker, a slice per task).
-std::string ChromeTraceJson(const std::vector<TaskTrace>& trace);
-// Per-kernel table: calls, total and mean time, GB/s, GFLOP/s.
-std::string ProfileTable(const std::vector<TaskTrace>& trace);
 
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();

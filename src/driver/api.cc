@@ -15,7 +15,6 @@
 #include "ir/signature.h"
 #include "ops/type_rules.h"
 #include "runtime/task_graph.h"
-#include "runtime/trace.h"
 #include "targets/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -214,27 +213,6 @@ Result<int64_t> ClearCache() {
   return n;
 }
 
-namespace {
-
-std::vector<runtime::TaskRecord> ToRecords(const std::vector<TaskTrace>& trace) {
-  std::vector<runtime::TaskRecord> out;
-  for (const TaskTrace& t : trace) {
-    out.push_back({t.id, t.name, t.worker, t.start_us, t.end_us, t.bytes_read, t.bytes_written,
-                   t.flops});
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string ChromeTraceJson(const std::vector<TaskTrace>& trace) {
-  return runtime::ChromeTraceJson(ToRecords(trace));
-}
-
-std::string ProfileTable(const std::vector<TaskTrace>& trace) {
-  return runtime::ProfileTable(ToRecords(trace));
-}
-
 Result<double> ReorderBound(const Program& program, std::string_view function,
                             const std::vector<Arg>& args) {
   double bound = 0;
@@ -246,6 +224,8 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
   if (!s.ok()) return s;
   return bound;
 }
+
+int DefaultThreads() { return runtime::Executor::DefaultThreads(); }
 
 std::vector<std::string> AvailableTargets() {
   std::vector<std::string> names;
@@ -297,9 +277,8 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     }
     const targets::Target& target = targets::GetTarget(options.target);
     ir::BindArgs(*f, args);  // before compiling: bad arguments never cost a compile
-    std::vector<runtime::TaskRecord> records;
-    targets::RunContext ctx{options.num_threads, options.check_nan,
-                            options.trace ? &records : nullptr, {}};
+    if (options.trace) options.trace->clear();
+    targets::RunContext ctx{options.num_threads, options.check_nan, options.trace, {}};
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
     ctx.constant = std::move(constant);
     ctx.packs = &program.compiled_->packs;
@@ -313,13 +292,6 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     {
       auto in_use = ctx.packs->Use();  // ForgetConstants waits for this run
       exe->Run(args, ctx);
-    }
-    if (options.trace) {
-      options.trace->clear();
-      for (const auto& r : records) {
-        options.trace->push_back({r.id, r.name, r.worker, r.start_us, r.end_us, r.bytes_read,
-                                  r.bytes_written, r.flops});
-      }
     }
   });
 }

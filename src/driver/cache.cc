@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "driver/cache_files.h"
+#include "ptox/ptox.h"
 #include "support/error.h"
 #include "support/files.h"
 #include "support/warn.h"
@@ -46,12 +47,6 @@ std::optional<std::string> ReadTrusted(const std::string& path) {
   std::optional<std::string> bytes = ReadRegularFile(path, &why, {.no_follow = true, .stat = &st});
   if (!bytes || !Trusted(st)) return std::nullopt;
   return bytes;
-}
-
-std::string DefaultDir() {
-  if (const char* env = std::getenv("PTOX_CACHE_DIR"); env && *env) return env;
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/ptox";
 }
 
 // Creates `dir` (0700) unless it is a folder already; throws kRuntime when it cannot.
@@ -186,7 +181,7 @@ std::string HashHex(std::string_view data) {
   return buf;
 }
 
-CompileCache::CompileCache() : dir_(DefaultDir()) {
+CompileCache::CompileCache() : dir_(ptox::CacheDir()) {
   Create(dir_);
   writable_ = CheckTrust(dir_);
 }
@@ -261,3 +256,13 @@ CompileCache::Info CompileCache::Stats() const {
 int64_t CompileCache::Clear() const { return cache_files::RemoveAll(dir_); }
 
 }  // namespace ptox::driver
+
+namespace ptox {
+
+std::string CacheDir() {
+  if (const char* env = std::getenv("PTOX_CACHE_DIR"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/ptox";
+}
+
+}  // namespace ptox

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ptox/status.h"
+#include "ptox/trace.h"
 
 namespace ptox::runtime {
 
@@ -52,15 +53,6 @@ struct Task {
   int64_t flops = 0;          // estimated floating-point operations (profiles)
 };
 
-// One finished task, for traces and profiles.
-struct TaskRecord {
-  TaskId id;
-  std::string name;
-  int worker;
-  double start_us, end_us;  // since the graph started
-  int64_t bytes_read, bytes_written, flops;
-};
-
 class Executor;
 
 // A dynamic task graph: Submit() in program order, then Wait(). One graph at a time per
@@ -80,7 +72,7 @@ class Graph {
 
   // Dependency edges inferred so far (for tests): (before, after) pairs.
   std::vector<std::pair<TaskId, TaskId>> Edges() const;
-  const std::vector<TaskRecord>& records() const { return records_; }
+  const std::vector<TaskTrace>& records() const { return records_; }
   int64_t cancelled() const { return cancelled_; }
 
  private:
@@ -99,7 +91,7 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
   std::vector<std::pair<TaskId, TaskId>> edges_;
-  std::vector<TaskRecord> records_;
+  std::vector<TaskTrace> records_;
   int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
   // in_flight_, readable under the executor's mutex (a thread waiting for this graph sleeps on
   // the executor's condition variable, so it can also run ready tasks).

@@ -1,5 +1,5 @@
 // Trace and profile formatting (nlohmann::json for the trace, fmt for the table).
-#include "runtime/trace.h"
+#include "ptox/trace.h"
 
 #include <fmt/format.h>
 
@@ -7,12 +7,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-namespace ptox::runtime {
+namespace ptox {
 
-std::string ChromeTraceJson(const std::vector<TaskRecord>& records) {
+std::string ChromeTraceJson(const std::vector<TaskTrace>& records) {
   nlohmann::json events = nlohmann::json::array();
   std::map<int, bool> workers;
-  for (const TaskRecord& r : records) {
+  for (const TaskTrace& r : records) {
     workers[r.worker] = true;
     events.push_back({{"name", r.name},
                       {"cat", "task"},
@@ -35,14 +35,14 @@ std::string ChromeTraceJson(const std::vector<TaskRecord>& records) {
   return trace.dump(1) + "\n";
 }
 
-std::string ProfileTable(const std::vector<TaskRecord>& records) {
+std::string ProfileTable(const std::vector<TaskTrace>& records) {
   struct Row {
     int64_t calls = 0;
     double total_us = 0;
     double bytes = 0, flops = 0;
   };
   std::map<std::string, Row> rows;
-  for (const TaskRecord& r : records) {
+  for (const TaskTrace& r : records) {
     Row& row = rows[r.name];
     ++row.calls;
     row.total_us += r.end_us - r.start_us;
@@ -63,4 +63,4 @@ std::string ProfileTable(const std::vector<TaskRecord>& records) {
   return out;
 }
 
-}  // namespace ptox::runtime
+}  // namespace ptox

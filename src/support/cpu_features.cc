@@ -1,5 +1,5 @@
 // CPUID / XGETBV queries behind ptox::Detect(). x86 only; other architectures report x86=false.
-#include "support/cpu_features.h"
+#include "ptox/cpu_features.h"
 
 #include <cstring>
 

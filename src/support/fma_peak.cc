@@ -1,6 +1,6 @@
 // FMA loops per ISA (compiled for their ISA with target attributes, picked at run time with
 // ptox::Detect()) and the multi-threaded peak measurement over them.
-#include "support/fma_peak.h"
+#include "ptox/fma_peak.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ptox/fault.h"
-#include "support/cpu_features.h"
+#include "ptox/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -8,7 +8,7 @@
 // fires on SIGKILL too) or times the program out, and then kills the whole group. Between
 // fork and exec both children call only async-signal-safe functions (this process may have
 // other threads).
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>

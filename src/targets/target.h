@@ -20,7 +20,7 @@ using passes::Capabilities;
 struct RunContext {
   int threads = 0;                             // 0: the process-wide executor (PTOX_NUM_THREADS)
   bool check_nan = false;                      // fail a task whose outputs hold a NaN
-  std::vector<runtime::TaskRecord>* records = nullptr;  // filled when not null
+  std::vector<TaskTrace>* records = nullptr;  // filled when not null
   std::vector<std::string> arg_names;          // parameter names, for error messages
   // Parameters marked constant (RunOptions::constants; empty: none) and where kernels keep
   // their packed blocks.

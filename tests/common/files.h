@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 
 namespace ptox::testing {
 

@@ -12,7 +12,7 @@
 #include "driver/compile.h"
 #include "ptox/builder.h"
 #include "ptox/ptox.h"
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 #include "targets/target.h"
 
 namespace ptox::conformance {

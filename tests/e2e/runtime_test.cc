@@ -15,7 +15,7 @@
 
 #include "host_tensor.h"
 #include "ptox/ptox.h"
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 
 namespace ptox::testing {
 namespace {

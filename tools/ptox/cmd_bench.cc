@@ -19,8 +19,7 @@
 
 #include "commands.h"
 #include "ptox/ptox.h"
-#include "runtime/task_graph.h"
-#include "support/fma_peak.h"
+#include "ptox/fma_peak.h"
 #include "tools/ptox/run_args.h"
 
 namespace ptox::cli {
@@ -300,7 +299,7 @@ int BenchCommand(BenchArgs args) {
     Result<PreparedRun> run = PrepareRun(c.prog, args.in);
     if (!run.ok()) return Fail(run.status());
     for (int requested : thread_counts) {
-      const int threads = requested > 0 ? requested : runtime::Executor::DefaultThreads();
+      const int threads = requested > 0 ? requested : DefaultThreads();
       Result<Record> r = Measure(c, args, *run, requested);
       if (!r.ok()) return Fail(r.status());
       r->threads = threads;

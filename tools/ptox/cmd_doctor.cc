@@ -14,8 +14,8 @@
 
 #include "commands.h"
 #include "ptox/ptox.h"
-#include "support/cpu_features.h"
-#include "support/subprocess.h"
+#include "ptox/cpu_features.h"
+#include "ptox/subprocess.h"
 
 namespace ptox::cli {
 namespace {
@@ -133,9 +133,7 @@ void CheckTestTools(std::vector<Check>& out) {
 // The cache directory exists (or can be created) and a file can be written in it.
 void CheckCache(std::vector<Check>& out) {
   namespace fs = std::filesystem;
-  const char* env = std::getenv("PTOX_CACHE_DIR");
-  const char* home = std::getenv("HOME");
-  std::string dir = env && *env ? env : fmt::format("{}/.cache/ptox", home ? home : ".");
+  const std::string dir = CacheDir();
   const std::string fix = "set PTOX_CACHE_DIR to a writable directory";
   std::error_code ec;
   fs::create_directories(dir, ec);

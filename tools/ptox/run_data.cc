@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/scalar.h"
 
 namespace ptox::cli {
 namespace {
@@ -45,8 +44,8 @@ void FillRandom(NpyArray& a, std::mt19937_64& rng) {
   for (int64_t i = 0; i < n; ++i) {
     switch (a.dtype()) {
       case DType::kF32: Store<float>(p, i, UniformFloat(rng)); break;
-      case DType::kF16: Store<uint16_t>(p, i, scalar::F32ToF16(UniformFloat(rng))); break;
-      case DType::kBF16: Store<uint16_t>(p, i, scalar::F32ToBf16(UniformFloat(rng))); break;
+      case DType::kF16: Store<uint16_t>(p, i, F32ToF16Bits(UniformFloat(rng))); break;
+      case DType::kBF16: Store<uint16_t>(p, i, F32ToBf16Bits(UniformFloat(rng))); break;
       case DType::kI8: Store<int8_t>(p, i, static_cast<int8_t>(UniformInt(rng))); break;
       case DType::kI32: Store<int32_t>(p, i, static_cast<int32_t>(UniformInt(rng))); break;
       case DType::kI64:
@@ -60,8 +59,8 @@ double ElementAsDouble(const NpyArray& a, int64_t i) {
   const char* p = a.data();
   switch (a.dtype()) {
     case DType::kF32: return Load<float>(p, i);
-    case DType::kF16: return scalar::F16ToF32(Load<uint16_t>(p, i));
-    case DType::kBF16: return scalar::Bf16ToF32(Load<uint16_t>(p, i));
+    case DType::kF16: return F16BitsToF32(Load<uint16_t>(p, i));
+    case DType::kBF16: return Bf16BitsToF32(Load<uint16_t>(p, i));
     case DType::kI8: return Load<int8_t>(p, i);
     case DType::kI32: return Load<int32_t>(p, i);
     case DType::kI64:

@@ -17,9 +17,9 @@
 #include <string_view>
 
 #include "kernels/cpu/abi.h"
-#include "support/cpu_features.h"
+#include "ptox/cpu_features.h"
 #include "support/files.h"
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 #include "support/warn.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 #include "tests/common/files.h"
 
 namespace ptox::cli::testing {

@@ -18,7 +18,7 @@
 
 #include "driver/cache.h"
 #include "ptox/ptox.h"
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 #include "tests/common/files.h"
 
 namespace ptox::driver::testing {

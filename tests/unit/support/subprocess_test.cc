@@ -1,7 +1,7 @@
 // RunProcess: output capture, the environment it passes, why a program could not start, and
 // that a timeout ends the program's whole process group (not just the program), as it must for
 // a compiler driver and the cc1plus / as / ld it starts.
-#include "support/subprocess.h"
+#include "ptox/subprocess.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
