@@ -9,9 +9,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
-#include "driver/nan_check.h"
 #include "driver/reorder_bound.h"
-#include "interp/interpreter.h"
 #include "ir/signature.h"
 #include "ops/type_rules.h"
 #include "runtime/task_graph.h"
@@ -129,10 +127,9 @@ Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const 
 
 namespace {
 
-// `target`'s capabilities ("interp": the nominal defaults) with the overrides in `caps` applied.
-passes::Capabilities CapsFor(std::string_view target, const TargetCaps& caps) {
-  passes::Capabilities c;
-  if (target != "interp") c = targets::GetTarget(target).caps();
+// `target`'s capabilities with the overrides in `caps` applied.
+passes::Capabilities CapsFor(const targets::Target& target, const TargetCaps& caps) {
+  passes::Capabilities c = target.caps();
   auto set = [](auto& field, const std::optional<int64_t>& v, std::string_view name) {
     if (!v) return;
     using T = std::remove_reference_t<decltype(field)>;
@@ -154,7 +151,7 @@ Result<Program> Transform(const Program& program, const TransformOptions& option
   ir::Module m;
   Status s = Guard([&] {
     passes::PipelineOptions popts;
-    popts.context.caps = CapsFor(options.target, options.caps);
+    popts.context.caps = CapsFor(targets::GetTarget(options.target), options.caps);
     popts.timings = options.timings;
     if (options.after_pass) {
       popts.after_pass = [&](std::string_view name, const ir::Module& mod) {
@@ -180,15 +177,19 @@ Result<std::string> Compile(const Program& program, const CompileOptions& option
   Status s = Guard([&] {
     const ir::Func* f = Entry(program.module(), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
-    const passes::Capabilities caps = CapsFor(options.target, options.caps);
+    const passes::Capabilities caps = CapsFor(target, options.caps);
+    const targets::CompiledTarget* compiled = target.compiled();
+    PTOX_CHECK(compiled || options.emit == Emit::kIr, Span{})
+        << "target '" << target.name() << "' runs the IR as it is: it has IR to show "
+        << "(--emit=ir) but no source or binary";
     switch (options.emit) {
       case Emit::kIr: out = ir::Print(driver::Lower(caps, *f, options.fuse)); break;
-      case Emit::kSource: out = target.Source(driver::Lower(caps, *f, options.fuse)); break;
+      case Emit::kSource: out = compiled->Source(driver::Lower(caps, *f, options.fuse)); break;
       case Emit::kBinary:
         PTOX_CHECK(options.caps.empty(), Span{})
             << "capability overrides apply to the emitted IR and source only: a binary is built "
                "for the target's own capabilities";
-        out = driver::CompileToCache(target, *f, options.fuse);
+        out = driver::CompileToCache(*compiled, *f, options.fuse);
         break;
     }
   });
@@ -231,7 +232,6 @@ std::vector<std::string> AvailableTargets() {
   std::vector<std::string> names;
   for (const targets::Target* t : targets::AllTargets())
     if (t->Available(nullptr)) names.emplace_back(t->name());
-  names.emplace_back("interp");
   return names;
 }
 
@@ -265,16 +265,6 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
         << "num_threads must be in [0, " << kMaxThreads << "] (0: PTOX_NUM_THREADS or one per "
         << "core), got " << options.num_threads;
     std::vector<bool> constant = ConstantParams(*f, options.constants);
-    if (options.target == "interp") {  // nothing to pack: constants change nothing
-      std::optional<driver::NanWatch> watch;
-      if (options.check_nan) {
-        ir::BindArgs(*f, args);  // the watch reads the arguments: they must be right
-        watch.emplace(*f, args);
-      }
-      interp::Run(*f, args);
-      if (watch) watch->Check();
-      return;
-    }
     const targets::Target& target = targets::GetTarget(options.target);
     ir::BindArgs(*f, args);  // before compiling: bad arguments never cost a compile
     if (options.trace) options.trace->clear();

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kRecordMagic = "ptox-cache-entry 2";
 
-// The .sum record: what an entry is for and what its .so must hash to.
+// The .sum record: what an entry is for and what its artifact must hash to.
 std::string Record(const std::string& key, const std::string& identity, const std::string& so) {
   return std::string(kRecordMagic) + "\nkey " + key + "\nidentity " + identity + "\nso " + so +
          "\n";
@@ -89,6 +89,7 @@ bool CheckTrust(const std::string& dir) {
 
 // Builds into a private temporary folder: the cache is read-only for this user.
 CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
+                                 const std::string& ext,
                                  const std::function<void(const std::string&)>& build) {
   static std::once_flag warned;
   std::call_once(warned, [&] {
@@ -98,7 +99,7 @@ CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
   std::string scratch = (fs::temp_directory_path() / "ptox-build-XXXXXX").string();
   PTOX_RUNTIME_CHECK(mkdtemp(scratch.data()) != nullptr)
       << "cannot create a build folder " << scratch << ": " << strerror(errno);
-  CompileCache::Built built{scratch + "/" + key + ".so", true, scratch};
+  CompileCache::Built built{scratch + "/" + key + "." + ext, true, scratch};
   try {
     build(built.path);
   } catch (...) {
@@ -110,7 +111,7 @@ CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
 
 // An flock on the cache folder for the scope: installs (two renames, exclusive) and lookups
 // (two reads, shared) of concurrent processes do not interleave, so a reader never sees one
-// build's .so with another's .sum, and concurrent installs of one key leave a matching pair.
+// build's artifact with another's .sum, and concurrent installs of one key leave a matching pair.
 // Where the file system has no flock on folders, nothing is locked (a mixed pair is then a miss
 // and is rebuilt).
 class FolderLock {
@@ -144,12 +145,12 @@ bool Rename(const std::string& from, const std::string& to, std::string* error) 
   return !ec;
 }
 
-// Installs the built <base>.so.tmp.<token> as <base>.so with `record` as <base>.sum. On failure
-// (`why` says what) the built file stays where it is, for use uncached; a .so installed without
-// its record is a miss for later lookups, which rebuild it.
-bool Install(const std::string& dir, const std::string& base, const std::string& token,
-             const std::string& record, std::string* why) {
-  const std::string tmp = cache_files::TempName(base, "so", token);
+// Installs the built <base>.<ext>.tmp.<token> as <base>.<ext> with `record` as <base>.sum. On
+// failure (`why` says what) the built file stays where it is, for use uncached; an artifact
+// installed without its record is a miss for later lookups, which rebuild it.
+bool Install(const std::string& dir, const std::string& base, const std::string& ext,
+             const std::string& token, const std::string& record, std::string* why) {
+  const std::string tmp = cache_files::TempName(base, ext, token);
   const std::string sum_tmp = cache_files::TempName(base, "sum", token);
   // Modes whatever the umask: a group-writable entry would be refused.
   if (!WriteNewFile(sum_tmp, record, 0644) || chmod(sum_tmp.c_str(), 0644) != 0 ||
@@ -159,8 +160,8 @@ bool Install(const std::string& dir, const std::string& base, const std::string&
     return false;
   }
   FolderLock installing(dir, /*exclusive=*/true);
-  // The .so goes first: a reader that sees the new .sum also sees the matching .so.
-  if (!Rename(tmp, base + ".so", why)) {
+  // The artifact goes first: a reader that sees the new .sum also sees the matching artifact.
+  if (!Rename(tmp, base + "." + ext, why)) {
     std::remove(sum_tmp.c_str());
     return false;
   }
@@ -187,31 +188,33 @@ CompileCache::CompileCache() : dir_(ptox::CacheDir()) {
 }
 
 std::optional<std::string> CompileCache::Lookup(const std::string& key,
-                                                const std::string& identity) const {
+                                                const std::string& identity,
+                                                const std::string& ext) const {
   const std::string base = dir_ + "/" + key;
   FolderLock lock(dir_, /*exclusive=*/false);
   std::optional<std::string> record = ReadTrusted(base + ".sum");
   if (!record) return std::nullopt;
-  std::optional<std::string> so = ReadTrusted(base + ".so");
-  if (!so || *record != Record(key, identity, HashHex(*so))) return std::nullopt;
-  // The binary names its key itself: another program's .so never passes for this one.
-  if (so->find(targets::KeyStamp(key)) == std::string::npos) return std::nullopt;
-  return base + ".so";
+  const std::string path = base + "." + ext;
+  std::optional<std::string> artifact = ReadTrusted(path);
+  if (!artifact || *record != Record(key, identity, HashHex(*artifact))) return std::nullopt;
+  // The artifact names its key itself: another program's never passes for this one.
+  if (artifact->find(targets::KeyStamp(key)) == std::string::npos) return std::nullopt;
+  return path;
 }
 
 CompileCache::Built CompileCache::Insert(
-    const std::string& key, const std::string& identity,
+    const std::string& key, const std::string& identity, const std::string& ext,
     const std::function<void(const std::string&)>& build) const {
-  if (!writable_) return BuildPrivate(dir_, key, build);
+  if (!writable_) return BuildPrivate(dir_, key, ext, build);
   cache_files::SweepStale(dir_);
   const std::string base = dir_ + "/" + key, token = cache_files::NewToken();
   cache_files::BuildLock lock(base, token);
   if (!lock.held()) {
     Warn("cannot write to the compile cache " + dir_ + " (" + strerror(errno) +
          "): this kernel is not kept");
-    return BuildPrivate(dir_, key, build);
+    return BuildPrivate(dir_, key, ext, build);
   }
-  const std::string tmp = cache_files::TempName(base, "so", token);
+  const std::string tmp = cache_files::TempName(base, ext, token);
   try {
     build(tmp);
   } catch (...) {
@@ -224,9 +227,9 @@ CompileCache::Built CompileCache::Insert(
   PTOX_RUNTIME_CHECK(bytes.has_value()) << "the compiler wrote no output at " << tmp << ": " << why;
   PTOX_ICHECK(bytes->find(targets::KeyStamp(key)) != std::string::npos)
       << "the build of " << tmp << " does not carry its cache key";
-  if (Install(dir_, base, token, Record(key, identity, HashHex(*bytes)), &why))
-    return {base + ".so", false, ""};
-  Warn("cannot install the compile cache entry " + base + ".so (" + why +
+  if (Install(dir_, base, ext, token, Record(key, identity, HashHex(*bytes)), &why))
+    return {base + "." + ext, false, ""};
+  Warn("cannot install the compile cache entry " + base + "." + ext + " (" + why +
        "): this kernel is not kept");
   return {tmp, true, ""};
 }
@@ -247,7 +250,7 @@ CompileCache::Info CompileCache::Stats() const {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(info.dir, ec)) {
     if (!e.is_regular_file(ec)) continue;
-    if (e.path().extension() == ".so") ++info.entries;
+    if (e.path().extension() == ".sum") ++info.entries;
     info.bytes += static_cast<int64_t>(e.file_size(ec));
   }
   return info;

@@ -1,7 +1,7 @@
-// The persistent compile cache: shared objects under $PTOX_CACHE_DIR (default ~/.cache/ptox,
-// created 0700), one entry per key. An entry is <key>.so plus <key>.sum, a small text record of
-// the key, the build identity's hash and the .so's XXH3-128; the .so also carries its key
-// (targets::KeyStamp). An entry is used only when all of these match what the caller asks for;
+// The persistent compile cache: build artifacts under ptox::CacheDir() (created 0700), one entry
+// per key. An entry is <key>.<ext> (the target's artifact_extension(): "so" for the CPU targets)
+// plus <key>.sum, a small text record of the key, the build identity's hash and the artifact's
+// XXH3-128; the artifact also carries its key (targets::KeyStamp). An entry is used only when all of these match what the caller asks for;
 // anything else (truncated, corrupted, another program's binary, a symlink, a folder) is a miss
 // and is rebuilt. Entries are written under temporary names and renamed, so processes compiling
 // the same kernel at once all succeed. docs/security.md has the trust model.
@@ -19,7 +19,7 @@ std::string HashHex(std::string_view data);
 
 class CompileCache {
  public:
-  // Opens $PTOX_CACHE_DIR (default ~/.cache/ptox), creating it (0700) when missing. Throws
+  // Opens ptox::CacheDir(), creating it (0700) when missing. Throws
   // kRuntime when it cannot be created or is refused: not a folder, owned by another user than
   // this one or root, or writable by group or others (anyone who can write it could run code in
   // this process). A trusted folder this user cannot write is used read-only.
@@ -29,9 +29,11 @@ class CompileCache {
   bool writable() const { return writable_; }
 
   // The path of the valid entry for `key` built with build identity hash `identity`, or nullopt.
-  std::optional<std::string> Lookup(const std::string& key, const std::string& identity) const;
+  // `ext` is the artifact's file name extension.
+  std::optional<std::string> Lookup(const std::string& key, const std::string& identity,
+                                    const std::string& ext) const;
 
-  // A shared object built for a key: the installed entry, or a temporary file (a read-only
+  // An artifact built for a key: the installed entry, or a temporary file (a read-only
   // cache, or an entry that could not be installed) that the caller removes with Discard once
   // it is loaded.
   struct Built {
@@ -39,10 +41,10 @@ class CompileCache {
     bool temporary = false;
     std::string scratch_dir;  // the private folder of a read-only cache's build, removed with it
   };
-  // Runs build(tmp_path) to produce the shared object, then installs it atomically as the entry
+  // Runs build(tmp_path) to produce the artifact, then installs it atomically as the entry
   // for `key`. Leaves no temporary file behind when build throws; a failed install is a warning
   // and the build is used uncached.
-  Built Insert(const std::string& key, const std::string& identity,
+  Built Insert(const std::string& key, const std::string& identity, const std::string& ext,
                const std::function<void(const std::string& tmp_path)>& build) const;
   // Removes a temporary build (and its private folder); nothing for an installed entry.
   static void Discard(const Built& built);

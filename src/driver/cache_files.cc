@@ -85,6 +85,14 @@ bool OlderThan(const fs::path& p, std::chrono::hours age) {
   return std::chrono::system_clock::now() - mtime > age;
 }
 
+// "<key>.<ext>": a key is the 32 hex digits of an XXH3-128 (HashHex); any target's artifact
+// extension, and the .sum record.
+bool IsEntry(const std::string& name) {
+  const size_t dot = name.find('.');
+  return dot == 32 && dot + 1 < name.size() &&
+         name.find_first_not_of("0123456789abcdef") == dot;
+}
+
 }  // namespace
 
 std::string NewToken() {
@@ -143,8 +151,7 @@ int64_t RemoveAll(const std::string& dir) {
     if (!t.files.count(token) && Abandoned(lock.string())) n += fs::remove(lock, ec) ? 1 : 0;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const fs::path& p = e.path();
-    const bool entry = p.extension() == ".so" || p.extension() == ".sum";
-    if (entry && TokenOf(p.filename().string()).empty() && e.is_regular_file(ec) &&
+    if (IsEntry(p.filename().string()) && TokenOf(p.filename().string()).empty() && e.is_regular_file(ec) &&
         fs::remove(p, ec))
       ++n;
   }

@@ -2,8 +2,9 @@
 // has a token, "<pid>.<random>", and names all its temporary files after it:
 //
 //   <key>.lock.tmp.<token>     held (flock) by the building process from start to finish
-//   <key>.so.tmp.<token>       the compiler's output, renamed to <key>.so when installed
-//   <key>.so.tmp.<token>.cc    the generated source (kept when the compiler fails)
+//   <key>.<ext>.tmp.<token>    the compiler's output, renamed to <key>.<ext> when installed
+//                              (<ext>: the target's artifact extension, "so" on the CPU)
+//   <key>.<ext>.tmp.<token>.cc the generated source (kept when the compiler fails)
 //   <key>.sum.tmp.<token>      the entry record, renamed to <key>.sum
 //
 // A lock that can be taken belongs to a build whose process died (a lock goes with its process,

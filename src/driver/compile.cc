@@ -1,4 +1,5 @@
-// Compile = lower (passes) -> source -> cache key -> cached or freshly built shared object -> load.
+// Compile = lower (passes) -> source -> cache key -> cached or freshly built artifact -> load; the
+// interpreter target runs the IR as it is.
 #include "driver/compile.h"
 
 #include <map>
@@ -24,18 +25,20 @@ ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse
 namespace {
 
 // The cache key of a generated source for a target: everything that determines the binary.
-std::string KeyOf(const targets::Target& target, const std::string& source) {
+std::string KeyOf(const targets::CompiledTarget& target, const std::string& source) {
   return HashHex(source + "\n" + target.BuildIdentity());
 }
 
 // The entry for `key`: cached, or built now (PTOX_FAULT=compile:N fails the N-th build after
 // the compiler ran, as a compiler crash would).
-CompileCache::Built BuildCached(const targets::Target& target, const std::string& source,
+CompileCache::Built BuildCached(const targets::CompiledTarget& target, const std::string& source,
                                 const std::string& key) {
   CompileCache cache;
   const std::string identity = HashHex(target.BuildIdentity());
-  if (std::optional<std::string> path = cache.Lookup(key, identity)) return {*path, false, ""};
-  return cache.Insert(key, identity, [&](const std::string& tmp) {
+  const std::string ext(target.artifact_extension());
+  if (std::optional<std::string> path = cache.Lookup(key, identity, ext))
+    return {*path, false, ""};
+  return cache.Insert(key, identity, ext, [&](const std::string& tmp) {
     target.Build(source, key, tmp);
     if (fault::ShouldFail(fault::Site::kCompile))
       throw Error(StatusCode::kToolchain,
@@ -43,15 +46,8 @@ CompileCache::Built BuildCached(const targets::Target& target, const std::string
   });
 }
 
-}  // namespace
-
-std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse) {
-  std::string source = target.Source(Lower(target.caps(), func, fuse));
-  return BuildCached(target, source, KeyOf(target, source)).path;
-}
-
-std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
-                                                   const ir::Func& func, bool fuse) {
+std::shared_ptr<const targets::Executable> Build(const targets::CompiledTarget& target,
+                                                 const ir::Func& func, bool fuse) {
   std::string source = target.Source(Lower(target.caps(), func, fuse));
   std::string key = KeyOf(target, source);
 
@@ -70,6 +66,20 @@ std::shared_ptr<const targets::Executable> Compile(const targets::Target& target
   CompileCache::Discard(built);  // a loaded object needs no file
   loaded[key] = exe;
   return exe;
+}
+
+}  // namespace
+
+std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func& func, bool fuse) {
+  std::string source = target.Source(Lower(target.caps(), func, fuse));
+  return BuildCached(target, source, KeyOf(target, source)).path;
+}
+
+std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
+                                                   const ir::Func& func, bool fuse) {
+  if (const targets::CompiledTarget* compiled = target.compiled())
+    return Build(*compiled, func, fuse);
+  return target.Interpret(func);
 }
 
 }  // namespace ptox::driver

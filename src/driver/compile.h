@@ -12,12 +12,14 @@ namespace ptox::driver {
 // `fuse = false` skips fuse-elementwise.
 ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse = true);
 
-// Lowers, generates and builds (on a cache miss) `func`; returns the cached shared object's path
-// (a temporary file when the cache is read-only or the entry could not be installed).
-std::string CompileToCache(const targets::Target& target, const ir::Func& func, bool fuse = true);
+// Lowers, generates and builds (on a cache miss) `func`; returns the cached artifact's path (a
+// temporary file when the cache is read-only or the entry could not be installed).
+std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func& func,
+                           bool fuse = true);
 
-// Lowers, generates, builds (on a cache miss) and loads `func` for `target`. Executables are
-// also memoized in the process, so a second call costs one hash.
+// The executable of `func` for `target`: the interpreter's, or lowered, generated, built (on a
+// cache miss) and loaded. Compiled executables are also memoized in the process, so a second
+// call costs one hash.
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
                                                    const ir::Func& func, bool fuse = true);
 

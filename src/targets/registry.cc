@@ -1,30 +1,66 @@
-// The target registry: every compiled-in target, best first, and name lookup ("cpu" = best).
+// The target registry: every compiled-in target, each family best first, and name lookup (a
+// family's name = its best available target).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "support/error.h"
 #include "targets/cpu/cpu_target.h"
+#include "targets/interp/interp_target.h"
 #include "targets/target.h"
 
 namespace ptox::targets {
 
+std::shared_ptr<const Executable> Target::Interpret(const ir::Func&) const {
+  PTOX_ICHECK(false) << "target '" << name() << "' compiles: the driver builds its executables";
+  return nullptr;
+}
+
 const std::vector<const Target*>& AllTargets() {
   static const cpu::CpuTarget avx512(cpu::Isa::kAvx512), avx2(cpu::Isa::kAvx2),
       scalar(cpu::Isa::kScalar);
-  static const std::vector<const Target*> all = {&avx512, &avx2, &scalar};
+  static const InterpTarget interp;
+  static const std::vector<const Target*> all = {&avx512, &avx2, &scalar, &interp};
   return all;
 }
 
-const Target& GetTarget(std::string_view name) {
-  std::string names;
+namespace {
+
+// "interp, cpu, cpu-avx512, cpu-avx2, cpu-scalar": what --target accepts (targets that are a
+// family of their own, then the families of several, then their members).
+std::string Names() {
+  std::vector<std::string> single, families, members;
   for (const Target* t : AllTargets()) {
-    if (name == "cpu" && t->name().substr(0, 4) == "cpu-" && t->Available(nullptr)) return *t;
-    if (t->name() != name) {
-      names += ", " + std::string(t->name());
+    if (t->name() == t->family()) {
+      single.emplace_back(t->name());
       continue;
     }
+    if (std::find(families.begin(), families.end(), t->family()) == families.end())
+      families.emplace_back(t->family());
+    members.emplace_back(t->name());
+  }
+  single.insert(single.end(), families.begin(), families.end());
+  single.insert(single.end(), members.begin(), members.end());
+  return fmt::format("{}", fmt::join(single, ", "));
+}
+
+}  // namespace
+
+const Target& GetTarget(std::string_view name) {
+  bool family = false;
+  for (const Target* t : AllTargets()) {
+    if (t->family() == name && t->name() != name) {
+      family = true;
+      if (t->Available(nullptr)) return *t;
+    }
+    if (t->name() != name) continue;
     std::string why;
     if (!t->Available(&why)) PTOX_UNSUPPORTED() << "target '" << name << "' cannot run here: " << why;
     return *t;
   }
-  if (name == "cpu") PTOX_UNSUPPORTED() << "no CPU target can run here";
-  PTOX_UNSUPPORTED() << "unknown target '" << name << "' (available: interp, cpu" << names << ")";
+  if (family) PTOX_UNSUPPORTED() << "no " << name << " target can run here";
+  PTOX_UNSUPPORTED() << "unknown target '" << name << "' (available: " << Names() << ")";
 }
 
 }  // namespace ptox::targets

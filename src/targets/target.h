@@ -1,4 +1,5 @@
-// The target interface: what a backend offers the driver (and, read-only, the passes).
+// The target interface: what a backend (or the interpreter) offers the driver, and, read-only,
+// the passes.
 #pragma once
 
 #include <memory>
@@ -36,43 +37,60 @@ class Executable {
   virtual void Run(const std::vector<Arg>& args, const RunContext& ctx) const = 0;
 };
 
-// The bytes every shared object built for cache key `key` carries, as the content of a
-// symbol (kKeySymbol): the compile cache checks them in the file before loading it, the target
-// checks the symbol after loading, so an entry cannot pass for another key's.
+// The bytes every artifact built for cache key `key` carries (in a shared object, as the
+// content of the symbol kKeySymbol): the compile cache checks them in the file before loading it,
+// the target checks them after loading, so an entry cannot pass for another key's.
 inline std::string KeyStamp(std::string_view key) { return "ptox-cache-key:" + std::string(key); }
 inline constexpr const char* kKeySymbol = "ptox_cache_key";
 
-// A compiled backend. The driver owns caching: it asks for the source, a build identity (part of
-// the cache key), builds on a miss and loads the shared object.
+class CompiledTarget;
+
+// A place programs run: a compiled backend (CompiledTarget) or the interpreter. Targets of one
+// family ("cpu": one per ISA) share their code generator and differ in capabilities.
 class Target {
  public:
   virtual ~Target() = default;
   virtual std::string_view name() const = 0;
+  // "interp", "cpu", ...: `--target=<family>` picks the best available target of the family.
+  virtual std::string_view family() const = 0;
   // Whether this host can run the target; `why` says what is missing when it cannot.
   virtual bool Available(std::string* why) const = 0;
+  // What the passes may assume (tile budgets, policy); the interpreter's are the defaults.
   virtual const Capabilities& caps() const = 0;
+  // The compiler half of a target that builds code; nullptr for one that runs the IR as it is.
+  virtual const CompiledTarget* compiled() const { return nullptr; }
+  // For a target that runs the IR as it is (compiled() == nullptr): its executable for `func`.
+  virtual std::shared_ptr<const Executable> Interpret(const ir::Func& func) const;
+};
+
+// A backend that generates code and builds it into an artifact (a shared object for the CPU
+// targets). The driver owns lowering and caching: it asks for the source and a build identity
+// (both part of the cache key), builds on a miss and loads the artifact.
+class CompiledTarget : public Target {
+ public:
+  const CompiledTarget* compiled() const final { return this; }
   // The generated source for `func`. Throws kUnsupported for what the target cannot express.
   virtual std::string Source(const ir::Func& func) const = 0;
-  // Everything besides the source that determines the binary: compiler identity, flags, ABI and
-  // kernel-library version. Cheap (no process is spawned).
+  // Everything besides the source that determines the artifact: compiler identity, flags, ABI
+  // and kernel-library version. Cheap (no process is spawned).
   virtual std::string BuildIdentity() const = 0;
-  // Compiles `source` into a shared object at `out_path` that exports KeyStamp(key) as the
-  // null-terminated string kKeySymbol. Throws kToolchain with the compiler's message and a
-  // one-line command that reproduces the failure (kRuntime when the host is out of disk,
-  // processes or memory).
+  // The file name extension of the artifact ("so"); the cache names its entries with it.
+  virtual std::string_view artifact_extension() const = 0;
+  // Builds `source` into an artifact at `out_path` that carries KeyStamp(key). Throws
+  // kToolchain with the compiler's message and a one-line command that reproduces the failure
+  // (kRuntime when the host is out of disk, processes or memory).
   virtual void Build(const std::string& source, const std::string& key,
                      const std::string& out_path) const = 0;
-  // Loads a shared object built by Build() for `key`; throws kRuntime when it does not carry
-  // that key.
-  virtual std::shared_ptr<const Executable> Load(const std::string& so_path,
+  // Loads an artifact built by Build() for `key`; throws kRuntime when it does not carry that
+  // key.
+  virtual std::shared_ptr<const Executable> Load(const std::string& path,
                                                  const std::string& key) const = 0;
 };
 
-// Every compiled-in target, in preference order (best first); "cpu" resolves to the best
-// available CPU target.
+// Every compiled-in target, the interpreter included, each family best first.
 const std::vector<const Target*>& AllTargets();
-// The target called `name` ("cpu" = the best CPU target this host runs); throws kUnsupported
-// for unknown names and for targets this host cannot run.
+// The target called `name`, or the best available target of the family called `name` ("cpu");
+// throws kUnsupported for unknown names and for targets this host cannot run.
 const Target& GetTarget(std::string_view name);
 
 }  // namespace ptox::targets

@@ -46,8 +46,10 @@ bool HostRuns(const std::string& target) {
 std::string Disassemble(const std::string& target_name) {
   Program prog = ExpAddProgram();
   const ir::Func& func = *prog.module().funcs.back();
-  const targets::Target& target = targets::GetTarget(target_name);
-  const std::string so = driver::CompileToCache(target, func);
+  const targets::CompiledTarget* target = targets::GetTarget(target_name).compiled();
+  EXPECT_NE(target, nullptr) << target_name << " is no compiled target";
+  if (!target) return {};
+  const std::string so = driver::CompileToCache(*target, func);
   std::optional<ProcessResult> r =
       RunProcess({kObjdump, "-d", "--no-show-raw-insn", so}, /*timeout_ms=*/60000);
   EXPECT_TRUE(r && r->exit_code == 0) << "objdump failed: " << (r ? r->err : "not started");

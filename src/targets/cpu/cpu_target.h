@@ -13,17 +13,19 @@ using EntryFn = ptox::cpu::EntryFn;
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
 
-class CpuTarget final : public Target {
+class CpuTarget final : public CompiledTarget {
  public:
   explicit CpuTarget(Isa isa);
   std::string_view name() const override;
+  std::string_view family() const override { return "cpu"; }
   bool Available(std::string* why) const override;
   const Capabilities& caps() const override { return caps_; }
   std::string Source(const ir::Func& func) const override;
   std::string BuildIdentity() const override;
+  std::string_view artifact_extension() const override { return "so"; }
   void Build(const std::string& source, const std::string& key,
              const std::string& out_path) const override;
-  std::shared_ptr<const Executable> Load(const std::string& so_path,
+  std::shared_ptr<const Executable> Load(const std::string& path,
                                          const std::string& key) const override;
   // The compiler flags for this ISA (the ISA part decides which instructions may appear).
   std::vector<std::string> Flags() const;

@@ -149,5 +149,32 @@ TEST(FunctionBuilder, InvalidFunctionAndSymbolNamesAreErrors) {
   EXPECT_TRUE(Program::Parse(prog->ToText()).ok());  // prints text that parses back
 }
 
+// The interpreter is a target like the compiled ones: listed, lowered for (nominal
+// capabilities), run through the same path; it has IR to show but no source or binary.
+TEST(Targets, InterpIsATargetWithIrButNoSource) {
+  std::vector<std::string> targets = AvailableTargets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.back(), "interp");
+  EXPECT_EQ(targets.front().rfind("cpu-", 0), 0u) << "the best CPU target comes first";
+  auto prog = BuildTileAdd();
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  Result<std::string> ir = Compile(*prog, {.target = "interp", .emit = Emit::kIr});
+  ASSERT_TRUE(ir.ok()) << ir.status().message();
+  EXPECT_NE(ir->find("tile.add"), std::string::npos) << *ir;
+  for (Emit emit : {Emit::kSource, Emit::kBinary}) {
+    Result<std::string> out = Compile(*prog, {.target = "interp", .emit = emit});
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), StatusCode::kInvalid);
+    EXPECT_NE(out.status().message().find("runs the IR as it is"), std::string::npos)
+        << out.status().message();
+  }
+  Result<std::string> unknown = Compile(*prog, {.target = "gpu"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find(
+                "unknown target 'gpu' (available: interp, cpu, cpu-avx512, cpu-avx2, cpu-scalar)"),
+            std::string::npos)
+      << unknown.status().message();
+}
+
 }  // namespace
 }  // namespace ptox

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "driver/cache.h"
+#include "targets/target.h"
 #include "tests/unit/driver/driver_test_util.h"
 
 namespace ptox::driver {
@@ -107,6 +108,24 @@ TEST_F(DriverTest, KeyChangesWithTheTarget) {
   EXPECT_NE(best, scalar);
   EXPECT_EQ(Keys(CacheFiles()).size(), 2u);
   EXPECT_EQ(BinaryPath(text, "cpu"), best) << "cpu is the best ISA of this host";
+}
+
+// The cache names an entry with its target's artifact extension: another extension is another
+// entry, and info / clear count any target's entries (a stray file in the folder is none).
+TEST_F(DriverTest, EntriesTakeTheTargetsArtifactExtension) {
+  CompileCache cache;
+  const std::string key = HashHex("an artifact"), identity = HashHex("a device toolchain");
+  CompileCache::Built built = cache.Insert(key, identity, "cubin", [&](const std::string& tmp) {
+    testing::WriteFile(tmp, "device code\n" + targets::KeyStamp(key));
+  });
+  EXPECT_FALSE(built.temporary);
+  EXPECT_EQ(built.path, CachePath(key + ".cubin"));
+  EXPECT_EQ(cache.Lookup(key, identity, "cubin"), built.path);
+  EXPECT_EQ(cache.Lookup(key, identity, "so"), std::nullopt) << "a .cubin is no .so";
+  testing::WriteFile(CachePath("notes.txt"), "kept");
+  EXPECT_EQ(cache.Stats().entries, 1);
+  EXPECT_EQ(cache.Clear(), 2);
+  EXPECT_EQ(CacheFiles(), std::vector<std::string>{"notes.txt"});
 }
 
 // Comments and spacing that leave every op where it was produce the same entry. (Spans are part

@@ -1,12 +1,12 @@
 // NanWatch: element-wise walks over strided tensors, NaN tests on the raw bits of each float type.
-#include "driver/nan_check.h"
+#include "targets/interp/nan_watch.h"
 
 #include <cstdint>
 #include <cstring>
 
 #include "support/error.h"
 
-namespace ptox::driver {
+namespace ptox::targets {
 namespace {
 
 // Calls fn(index, element pointer) for every element of `t` in row-major order; stops early
@@ -79,4 +79,4 @@ void NanWatch::Check() const {
   }
 }
 
-}  // namespace ptox::driver
+}  // namespace ptox::targets

@@ -1,4 +1,4 @@
-// RunOptions::check_nan on the interpreter. Compiled targets scan the boxes each task writes
+// RunOptions::check_nan on the interpreter target. Compiled targets scan the boxes each task writes
 // (src/targets/cpu/launch.cc); the interpreter has no tasks, so it compares the outputs after the
 // run with a copy taken before: an element of an out / inout float tensor that the run changed
 // to a NaN fails it, as a task writing that NaN fails on a compiled target (docs/runtime.md has
@@ -11,7 +11,7 @@
 #include "ir/ir.h"
 #include "ptox/tensor.h"
 
-namespace ptox::driver {
+namespace ptox::targets {
 
 class NanWatch {
  public:
@@ -29,4 +29,4 @@ class NanWatch {
   std::vector<Watched> watched_;
 };
 
-}  // namespace ptox::driver
+}  // namespace ptox::targets
