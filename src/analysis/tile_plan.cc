@@ -18,14 +18,6 @@
 
 namespace ptox::analysis {
 
-int64_t TileBytes(const ir::Type& t) {
-  int64_t elem = 4;  // f32 / bf16 / f16 / i32 compute storage
-  if (t.dtype() == DType::kI8 || t.dtype() == DType::kBool) elem = 1;
-  if (t.dtype() == DType::kI64 || t.dtype() == DType::kIndex) elem = 8;
-  const int64_t bytes = t.rows() * t.cols() * elem + 16;  // + the valid rows / cols
-  return (bytes + 63) / 64 * 64;
-}
-
 namespace {
 
 struct Interval {
@@ -36,8 +28,9 @@ struct Interval {
 
 class Liveness {
  public:
-  Liveness(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>* inlined)
-      : inlined_(inlined) {
+  Liveness(const ir::Block& body, const TileBytesFn& tile_bytes,
+           const std::unordered_set<const ir::ValueNode*>* inlined)
+      : tile_bytes_(tile_bytes), inlined_(inlined) {
     CollectUses(body, uses_, &producers_);
     Number(body);
     Walk(body);
@@ -69,7 +62,7 @@ class Liveness {
   }
   void Def(const ir::Value& v, int64_t at) {
     if (v->type.is_tile() && !(inlined_ && inlined_->count(v.get())) && !taken_over_.count(v.get()))
-      live_[v.get()] = {v.get(), TileBytes(v->type), at, at};
+      live_[v.get()] = {v.get(), tile_bytes_(v->type), at, at};
   }
   void Use(const ir::Operand& o, int64_t at) {
     if (!o.is_value()) return;
@@ -174,6 +167,7 @@ class Liveness {
     }
   }
 
+  const TileBytesFn& tile_bytes_;
   const std::unordered_set<const ir::ValueNode*>* inlined_;
   UseMap uses_;
   ProducerMap producers_;
@@ -188,9 +182,9 @@ class Liveness {
 
 }  // namespace
 
-TilePlan PlanTiles(const ir::IncoreStmt& scope,
+TilePlan PlanTiles(const ir::IncoreStmt& scope, const TileBytesFn& tile_bytes,
                    const std::unordered_set<const ir::ValueNode*>* inlined) {
-  Liveness live(scope.body(), inlined);
+  Liveness live(scope.body(), tile_bytes, inlined);
   TilePlan plan;
   std::vector<Interval> active;  // placed and still live, by offset
   std::vector<int64_t> offsets;

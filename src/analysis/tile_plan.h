@@ -1,10 +1,11 @@
 // Where the tiles of one incore scope live: a byte offset in a per-task arena for every tile
 // value, chosen from tile liveness so that tiles that are never live at once share bytes.
 // plan-memory checks the arena against the target's on-chip budget; the CPU target places its
-// tiles at these offsets.
+// tiles at these offsets. Tile sizes come from the target (TileBytesFn).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,15 +24,14 @@ struct TilePlan {
   int64_t total_bytes = 0;  // every tile in its own buffer (no reuse)
 };
 
-// The bytes one tile takes in the CPU tile library (elements in their compute type, plus the
-// valid shape), 64-byte aligned.
-int64_t TileBytes(const ir::Type& tile);
+// The bytes one tile takes on the target (passes::TargetPolicy::TileBytes).
+using TileBytesFn = std::function<int64_t(const ir::Type& tile)>;
 
 // Plans the tiles of `scope`. A loop's carried tile shares its results' buffer; a value defined
 // before a loop and used inside it stays live until the loop ends. O(n log n) in the tiles.
 // `inlined` (optional) are values a target computes where they are used (fused elementwise
 // chains): they take no bytes, and their operands are read where they are used.
-TilePlan PlanTiles(const ir::IncoreStmt& scope,
+TilePlan PlanTiles(const ir::IncoreStmt& scope, const TileBytesFn& tile_bytes,
                    const std::unordered_set<const ir::ValueNode*>* inlined = nullptr);
 
 }  // namespace ptox::analysis

@@ -130,15 +130,12 @@ namespace {
 // `target`'s capabilities with the overrides in `caps` applied.
 passes::Capabilities CapsFor(const targets::Target& target, const TargetCaps& caps) {
   passes::Capabilities c = target.caps();
-  auto set = [](auto& field, const std::optional<int64_t>& v, std::string_view name) {
+  auto set = [](int64_t& field, const std::optional<int64_t>& v, std::string_view name) {
     if (!v) return;
-    using T = std::remove_reference_t<decltype(field)>;
-    PTOX_CHECK(*v > 0 && *v <= std::numeric_limits<T>::max(), Span{})
-        << "capability " << name << " must be a positive byte count of at most "
-        << std::numeric_limits<T>::max() << ", got " << *v;
-    field = static_cast<T>(*v);
+    PTOX_CHECK(*v > 0, Span{}) << "capability " << name << " must be a positive byte count, got "
+                               << *v;
+    field = *v;
   };
-  set(c.vector_bytes, caps.vector_bytes, "vector");
   set(c.l1_bytes, caps.l1_bytes, "l1");
   set(c.l2_bytes, caps.l2_bytes, "l2");
   set(c.onchip_budget_bytes, caps.onchip_bytes, "onchip");

@@ -84,54 +84,10 @@ Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& d
   return win;
 }
 
-// Where the target reads matmul operands in place (its kernel packs and blocks them for the
-// caches itself), tiles only set the task grain and how often each operand block is packed (B
-// once per row tile, A once per column tile: 2048^3 ran 5-10 % faster in 512 x 1024 x 2048 tiles
-// than in 256 x 512 x 1024): 512 x 1024 outputs over 2048-deep K slices; rows that fit one tile
-// take equal column stripes, skinny M (<= 16) whole-K stripes (below); then the longer side
-// halves while a static problem has too few tiles (work for every core).
-// Otherwise the A, B, packed B (T x 4T each) and C (T x T) f32 tiles must fit in L2: T x T
-// outputs, T the largest such power of two, K slices of 4T; skinny M takes 512-wide stripes
-// over 256-deep slices.
 Tiling MatmulTiling(const Capabilities& caps, int64_t m, int64_t n, int64_t k, int64_t* tk) {
-  Tiling t{512, 1024};
-  *tk = 2048;
-  if (caps.matmul_operands_in_place) {
-    if (m > 0 && m <= 16) t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512},
-                          *tk = k > 0 ? k : 4096;
-    // Halve the longer side (columns down to 128, rows to 64) while there are too few tiles:
-    // narrow tiles repack A for every 64 columns (a 512^3 product ran at 122 GFLOP/s in 256 x
-    // 64 tiles, 180 in 128 x 128).
-    auto tiles = [&] { return ((m + t.rows - 1) / t.rows) * ((n + t.cols - 1) / t.cols); };
-    const bool stripes = m > 16 && m <= t.rows && n >= 8 * 128;
-    if (stripes) {
-      // All rows in one tile: column stripes in a multiple of 4, of equal widths, so that 2
-      // or 4 workers finish together (the bf16 SwiGLU gate / up matmuls at M = 128, N = 5632
-      // on 2 threads: 11 stripes of 512 ran at 585 GFLOP/s, 8 of 704 at 634), and no more of
-      // them than that: each stripe packs all of A again (128 x 5632 x 2048 bf16: 8 stripes
-      // of 256 in 8.8-9.1 ms, 4 of 512 in 7.1-7.2 on one thread; 128 x 1024 x 3072 f32: 3
-      // -6 % faster in 4 of 768 than in 8 of 384).
-      const int64_t n_stripes = 4 * ((n + 4 * t.cols - 1) / (4 * t.cols));
-      t.cols = ((n + n_stripes - 1) / n_stripes + 15) / 16 * 16;
-    }
-    // Skinny products and stripes stop at 4 tiles: shorter runs of each weight row stream
-    // worse (1 x 4096 x 2048 on 2 threads: 8 stripes of 256 in 0.51 ms, 4 of 512 in 0.39; 16 x
-    // 5632 x 2048 bf16, weights kept packed: 0.53 vs 0.45).
-    const int64_t want = (m > 0 && m <= 16) || stripes ? 4 : 8;
-    while (m > 0 && n > 0 && tiles() < want) {
-      const bool cols = t.cols > 128 && (t.cols >= t.rows || m <= 16 || t.rows <= 64);
-      if (cols) t.cols /= 2;
-      else if (m > 16 && t.rows > 64) t.rows /= 2;
-      else break;
-    }
-  } else {
-    int64_t tile = 16;
-    const int64_t fit = std::min(caps.l2_bytes, caps.onchip_budget_bytes);
-    while (tile < 256 && 13 * (2 * tile) * (2 * tile) * 4 <= fit) tile *= 2;
-    t = {tile, tile};
-    *tk = 4 * tile;
-    if (m > 0 && m <= 16) t = {m, 512}, *tk = 256;
-  }
+  const MatmulTiles tiles = caps.policy->Matmul(caps, m, n, k);
+  Tiling t{tiles.rows, tiles.cols};
+  *tk = tiles.k;
   if (m > 0) t.rows = std::min(t.rows, m);
   if (n > 0) t.cols = std::min(t.cols, n);
   if (k > 0) *tk = std::min(*tk, k);

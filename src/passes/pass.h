@@ -7,19 +7,19 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/policy.h"
 
 namespace ptox::passes {
 
-// What passes may read about a target (never its name): sizes drive tiling and planning.
+// What passes may read about a target (never its name): sizes and its policy drive tiling and
+// planning.
 struct Capabilities {
-  int vector_bytes = 16;        // widest SIMD register
   int64_t l1_bytes = 32 << 10;  // per-core data cache
   int64_t l2_bytes = 1 << 20;
   // The most bytes of tiles one incore scope may hold (plan-memory rejects more).
   int64_t onchip_budget_bytes = 256 << 10;
-  // Matmuls read tile.load operands straight from the tensor (analysis/matmul_operands), so
-  // those loads take no on-chip bytes.
-  bool matmul_operands_in_place = false;
+  // The target's tiling choices (never null; the target owns it).
+  const TargetPolicy* policy = &GenericPolicy();
 };
 
 // Everything a pass may read besides the module.

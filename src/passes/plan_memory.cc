@@ -25,11 +25,11 @@ void CollectTiles(const ir::Block& block, std::vector<ir::Value>& out) {
   });
 }
 
-std::string LargestTiles(const ir::Block& body) {
+std::string LargestTiles(const ir::Block& body, const TargetPolicy& policy) {
   std::vector<ir::Value> tiles;
   CollectTiles(body, tiles);
-  std::stable_sort(tiles.begin(), tiles.end(), [](const ir::Value& a, const ir::Value& b) {
-    return analysis::TileBytes(a->type) > analysis::TileBytes(b->type);
+  std::stable_sort(tiles.begin(), tiles.end(), [&](const ir::Value& a, const ir::Value& b) {
+    return policy.TileBytes(a->type) > policy.TileBytes(b->type);
   });
   std::string s;
   for (size_t i = 0; i < tiles.size() && i < 3; ++i)
@@ -55,11 +55,12 @@ class Planner {
 
   ir::StmtRef Scope(const ir::IncoreStmt& scope) {
     std::unordered_set<const ir::ValueNode*> in_place;
-    if (caps_.matmul_operands_in_place) in_place = analysis::InPlaceMatmulOperands(scope.body());
-    const analysis::TilePlan plan = analysis::PlanTiles(scope, &in_place);
+    if (caps_.policy->MatmulOperandsInPlace()) in_place = analysis::InPlaceMatmulOperands(scope.body());
+    const analysis::TilePlan plan = analysis::PlanTiles(
+        scope, [&](const ir::Type& t) { return caps_.policy->TileBytes(t); }, &in_place);
     PTOX_SUPPORTED(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
         << "incore scope needs " << plan.arena_bytes << " bytes of tiles (largest: "
-        << LargestTiles(scope.body()) << "), over the target's on-chip budget of "
+        << LargestTiles(scope.body(), *caps_.policy) << "), over the target's on-chip budget of "
         << caps_.onchip_budget_bytes << " bytes; use smaller tiles";
     ir::Attrs attrs = scope.attrs();
     attrs["onchip_bytes"] = plan.arena_bytes;

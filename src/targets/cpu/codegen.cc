@@ -16,6 +16,7 @@
 #include "kernels/cpu/abi.h"
 #include "ops/type_rules.h"
 #include "targets/cpu/emitter.h"
+#include "targets/cpu/policy.h"
 
 namespace ptox::targets::cpu {
 
@@ -91,7 +92,7 @@ void Emitter::DeclareTile(int depth, const ir::Value& v, const std::string& name
     return;
   }
   Line(depth, fmt::format("auto& {} = pc::TileAt<{}, {}>(arena + {});", name, TypeName(v->type),
-                          analysis::TileBytes(v->type), it->second));
+                          CpuPolicy::Get().TileBytes(v->type), it->second));
 }
 
 std::string Emitter::Name(const ir::Value& v) {

@@ -24,6 +24,7 @@
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"
 #include "targets/cpu/launch.h"
+#include "targets/cpu/policy.h"
 
 namespace ptox::targets::cpu {
 namespace {
@@ -159,13 +160,12 @@ class CpuExecutable final : public Executable {
 }  // namespace
 
 CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
-  caps_.vector_bytes = isa == Isa::kAvx512 ? 64 : isa == Isa::kAvx2 ? 32 : 16;
   caps_.l1_bytes = CacheSize(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   caps_.l2_bytes = CacheSize(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   // Tiles live in a per-worker heap arena (kernels/cpu/core.h Arena): the budget bounds that
   // arena, not a cache; tiling heuristics size tiles from l2_bytes.
   caps_.onchip_budget_bytes = int64_t{32} << 20;
-  caps_.matmul_operands_in_place = true;  // codegen emits pc::View for them
+  caps_.policy = &CpuPolicy::Get();
 }
 
 std::string_view CpuTarget::name() const {

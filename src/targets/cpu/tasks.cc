@@ -12,6 +12,7 @@
 #include "analysis/incore_info.h"
 #include "analysis/matmul_operands.h"
 #include "targets/cpu/emitter.h"
+#include "targets/cpu/policy.h"
 
 namespace ptox::targets::cpu {
 
@@ -127,7 +128,8 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   // Tiles at their planned arena offsets (analysis/tile_plan; plan-memory checked the size).
   std::unordered_set<const ir::ValueNode*> unplaced = inlined_;  // no arena bytes for these
   unplaced.insert(views_.begin(), views_.end());
-  const analysis::TilePlan plan = analysis::PlanTiles(s, &unplaced);
+  const analysis::TilePlan plan = analysis::PlanTiles(
+      s, [](const ir::Type& t) { return CpuPolicy::Get().TileBytes(t); }, &unplaced);
   if (plan.arena_bytes > 0) {
     Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
     Line(1, "if (arena == nullptr) return ctx.code();");
