@@ -443,6 +443,11 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
            (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
     if (name == "interleaved")
       ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
+    if (name == "fused")  // fuse-tiles: an elementwise tile its consumers compute per element
+      ok = std::holds_alternative<bool>(value) &&
+           (f == OpFamily::kLoad || f == OpFamily::kBinary || f == OpFamily::kUnary ||
+            f == OpFamily::kSelect || f == OpFamily::kRowExpand || f == OpFamily::kColExpand ||
+            f == OpFamily::kCompare || f == OpFamily::kCast);
     if (name == "op" || name == "msg")
       ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";

@@ -32,6 +32,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
       "unroll",                  // `unroll` loops with constant bounds -> straight-line copies
       "fold-constants",          // the copies' index arithmetic on immediates
       "dce",                     // drop what folding left unused
+      "fuse-tiles",              // elementwise tiles computed where they are used: {fused}
       "plan-memory",             // tile liveness -> arena offsets, checked against the budget
   };
   if (!fuse) std::erase(pipeline, "fuse-elementwise");

@@ -1,9 +1,11 @@
-// plan-memory: plans where the tiles of every tile-level incore scope live (analysis/tile_plan:
-// liveness intervals, buffers shared by tiles never live at once), records the arena size as
+// plan-memory: plans where the tiles of every tile-level incore scope live (PlanScope over
+// analysis/tile_plan: liveness intervals, buffers shared by tiles never live at once; fused
+// values and in-place matmul operands take none), records the arena size as
 // `incore {onchip_bytes = N}`, and rejects a scope whose arena exceeds the target's on-chip
 // budget with an error naming the scope and its largest tiles.
 //
-// Requires: tile-level scopes (run after convert-tensor-to-tile). Establishes: every incore
+// Requires: tile-level scopes (run after convert-tensor-to-tile, and after fuse-tiles for the
+// arena a fusing target allocates). Establishes: every incore
 // scope carries onchip_bytes <= the budget. Complexity: O(n log n) in the tiles of each scope.
 #include <algorithm>
 #include <string>
@@ -11,7 +13,9 @@
 
 #include "analysis/matmul_operands.h"
 #include "analysis/tile_plan.h"
+#include "passes/fuse_tiles.h"
 #include "passes/pass.h"
+#include "passes/plan_memory.h"
 #include "passes/rewrite.h"
 
 namespace ptox::passes {
@@ -54,10 +58,7 @@ class Planner {
   }
 
   ir::StmtRef Scope(const ir::IncoreStmt& scope) {
-    std::unordered_set<const ir::ValueNode*> in_place;
-    if (caps_.policy->MatmulOperandsInPlace()) in_place = analysis::InPlaceMatmulOperands(scope.body());
-    const analysis::TilePlan plan = analysis::PlanTiles(
-        scope, [&](const ir::Type& t) { return caps_.policy->TileBytes(t); }, &in_place);
+    const analysis::TilePlan plan = PlanScope(scope, *caps_.policy);
     PTOX_SUPPORTED(plan.arena_bytes <= caps_.onchip_budget_bytes, scope.span())
         << "incore scope needs " << plan.arena_bytes << " bytes of tiles (largest: "
         << LargestTiles(scope.body(), *caps_.policy) << "), over the target's on-chip budget of "
@@ -71,6 +72,16 @@ class Planner {
 };
 
 }  // namespace
+
+analysis::TilePlan PlanScope(const ir::IncoreStmt& scope, const TargetPolicy& policy) {
+  std::unordered_set<const ir::ValueNode*> unplaced;
+  if (policy.MatmulOperandsInPlace()) unplaced = analysis::InPlaceMatmulOperands(scope.body());
+  ir::ForEachOp(scope.body(), [&](const ir::OpStmt& op) {
+    if (Fused(op)) unplaced.insert(op.result().get());
+  });
+  return analysis::PlanTiles(
+      scope, [&](const ir::Type& t) { return policy.TileBytes(t); }, &unplaced);
+}
 
 ir::Module PlanMemory(const ir::Module& module, const PassContext& ctx) {
   return MapFuncs(module, [&](const ir::Func& f) { return Planner(ctx.caps).Block(f.body); });

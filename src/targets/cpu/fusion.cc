@@ -1,101 +1,17 @@
-// Elementwise fusion inside an incore scope. A tile value whose every use is an elementwise op or
-// a store in the same block is never materialized: its consumers compute it per element. Each
-// store of such a value, and each materialized elementwise result with such operands, becomes one
-// loop over the valid region that reads tensors and tiles once and writes once — no intermediate
-// tile passes, so memory-bound kernels stream.
-//
-// Semantics are unchanged: each element runs the same kernels/scalar.h functions with the same
-// rounding as the tile-library op would, and the loop covers exactly the result's valid region
-// (the intersection of its operands' — the interpreter's valid-region rule). Padding never
-// escapes a tile (stores, reductions and matmul read only valid elements), so it is not computed.
-// Loads are inlined only from tensors the scope never stores to, so deferring a read to the
-// consuming store cannot observe a write. Integer elementwise ops (which can fail per element)
-// stay tile-library calls.
+// Fused elementwise loops: the code of what fuse-tiles marked {fused = true}
+// (passes/fuse_tiles.cc has the rule and why it keeps semantics). Each store of a fused value,
+// and each materialized elementwise result with fused operands, becomes one loop over the valid
+// region that reads tensors and tiles once and writes once; padding is never computed (stores,
+// reductions and matmul read only valid elements).
 #include <fmt/format.h>
 
 #include <functional>
 
+#include "ir/walk.h"
+#include "passes/fuse_tiles.h"
 #include "targets/cpu/emitter.h"
 
 namespace ptox::targets::cpu {
-namespace {
-
-bool IsFloatTile(const ir::Type& t) { return t.is_tile() && IsFloat(t.dtype()); }
-
-// Whether `op` can be evaluated per element inside a fused loop.
-bool FusibleOp(const ir::OpStmt& op) {
-  const auto& a = op.args();
-  switch (ir::FamilyOf(op.op())) {
-    case ir::OpFamily::kBinary:
-    case ir::OpFamily::kUnary:
-    case ir::OpFamily::kSelect:
-    case ir::OpFamily::kRowExpand:
-    case ir::OpFamily::kColExpand: return IsFloatTile(op.result()->type);
-    case ir::OpFamily::kCompare: return IsFloatTile(a[0].type());
-    case ir::OpFamily::kCast:  // never fails unless int -> int
-      return IsFloat(a[0].type().dtype()) || IsFloat(op.result()->type.dtype());
-    default: return false;
-  }
-}
-
-// Operand positions a fused loop reads per element (the expand vector is read per row / column).
-bool ElementwisePosition(const ir::OpStmt& op, int pos) {
-  ir::OpFamily f = ir::FamilyOf(op.op());
-  if (f == ir::OpFamily::kRowExpand || f == ir::OpFamily::kColExpand) return pos == 0;
-  return true;
-}
-
-void StoredTensors(const ir::Block& b, std::unordered_set<const ir::ValueNode*>& out) {
-  for (const ir::StmtRef& s : b) {
-    if (s->kind() == ir::StmtKind::kOp) {
-      const auto& op = ir::As<ir::OpStmt>(*s);
-      if (ir::FamilyOf(op.op()) == ir::OpFamily::kStore) out.insert(op.args()[1].value().get());
-    } else if (s->kind() == ir::StmtKind::kFor) {
-      StoredTensors(ir::As<ir::ForStmt>(*s).body(), out);
-    } else if (s->kind() == ir::StmtKind::kIf) {
-      StoredTensors(ir::As<ir::IfStmt>(*s).then_body(), out);
-      StoredTensors(ir::As<ir::IfStmt>(*s).else_body(), out);
-    } else if (s->kind() == ir::StmtKind::kIncore) {
-      StoredTensors(ir::As<ir::IncoreStmt>(*s).body(), out);
-    }
-  }
-}
-
-}  // namespace
-
-void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
-  std::unordered_set<const ir::ValueNode*> stored;
-  StoredTensors(scope.body(), stored);
-  std::function<void(const ir::Block&)> plan = [&](const ir::Block& block) {
-    for (const ir::StmtRef& s : block) {
-      if (s->kind() == ir::StmtKind::kFor) plan(ir::As<ir::ForStmt>(*s).body());
-      if (s->kind() == ir::StmtKind::kIf) {
-        plan(ir::As<ir::IfStmt>(*s).then_body());
-        plan(ir::As<ir::IfStmt>(*s).else_body());
-      }
-      if (s->kind() != ir::StmtKind::kOp) continue;
-      const auto& op = ir::As<ir::OpStmt>(*s);
-      bool load = ir::FamilyOf(op.op()) == ir::OpFamily::kLoad;
-      if (load ? !(IsFloatTile(op.result()->type) && !stored.count(op.args()[0].value().get()))
-               : !FusibleOp(op))
-        continue;
-      const auto& uses = uses_[op.result().get()];
-      bool all_fusible = !uses.empty();
-      for (const UseSite& u : uses) {
-        bool ok = u.block == &block && u.operand >= 0 && u.stmt->kind() == ir::StmtKind::kOp;
-        if (ok) {
-          const auto& user = ir::As<ir::OpStmt>(*u.stmt);
-          ok = ir::FamilyOf(user.op()) == ir::OpFamily::kStore
-                   ? u.operand == 0
-                   : FusibleOp(user) && ElementwisePosition(user, u.operand);
-        }
-        all_fusible &= ok;
-      }
-      if (all_fusible) inlined_.insert(op.result().get());
-    }
-  };
-  plan(scope.body());
-}
 
 // One fused loop over the valid region of a root op's result: each inlined op becomes a line of
 // the per-element body, each inlined load / the store a window located before the loop, each
@@ -242,9 +158,15 @@ class FusedLoop {
   std::unordered_map<const ir::ValueNode*, std::string> elem_;
 };
 
+void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
+  ir::ForEachOp(scope.body(), [&](const ir::OpStmt& op) {
+    if (passes::Fused(op)) inlined_.insert(op.result().get());
+  });
+}
+
 bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   const bool store = ir::FamilyOf(root.op()) == ir::OpFamily::kStore;
-  if (store ? !Inlined(root.args()[0].value()) : !FusibleOp(root)) return false;
+  if (store ? !Inlined(root.args()[0].value()) : !passes::FusibleOp(root)) return false;
   if (!store) {
     bool any = false;
     for (const auto& a : root.args()) any |= a.is_value() && Inlined(a.value());

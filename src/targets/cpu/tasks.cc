@@ -11,6 +11,7 @@
 
 #include "analysis/incore_info.h"
 #include "analysis/matmul_operands.h"
+#include "passes/plan_memory.h"
 #include "targets/cpu/emitter.h"
 #include "targets/cpu/policy.h"
 
@@ -125,11 +126,13 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
     Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg& {0} = *a.{0};", Name(v))
                                 : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
   }
-  // Tiles at their planned arena offsets (analysis/tile_plan; plan-memory checked the size).
-  std::unordered_set<const ir::ValueNode*> unplaced = inlined_;  // no arena bytes for these
-  unplaced.insert(views_.begin(), views_.end());
-  const analysis::TilePlan plan = analysis::PlanTiles(
-      s, [](const ir::Type& t) { return CpuPolicy::Get().TileBytes(t); }, &unplaced);
+  // Tiles at plan-memory's offsets: its plan (passes::PlanScope), the arena its budget checked.
+  const analysis::TilePlan plan = passes::PlanScope(s, CpuPolicy::Get());
+  if (auto it = s.attrs().find("onchip_bytes"); it != s.attrs().end()) {
+    PTOX_ICHECK(std::get<int64_t>(it->second) == plan.arena_bytes)
+        << "plan-memory planned " << std::get<int64_t>(it->second) << " bytes, codegen "
+        << plan.arena_bytes;
+  }
   if (plan.arena_bytes > 0) {
     Line(1, fmt::format("char* const arena = pc::Arena(ctx, {});", plan.arena_bytes));
     Line(1, "if (arena == nullptr) return ctx.code();");
