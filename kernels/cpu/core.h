@@ -12,12 +12,25 @@
 #include <new>
 #include <type_traits>
 
-#include "kernels/cpu/abi.h"
+#include "kernels/abi.h"
 #include "kernels/scalar.h"
 
 namespace ptox::cpu {
 
-// DT, the dtype enum, is part of the ABI (kernels/cpu/abi.h).
+// The orchestration ABI under the names generated code uses (pc::TaskDesc, ...).
+using abi::AccessDesc;
+using abi::AllocDesc;
+using abi::Arg;
+using abi::DT;
+using abi::ErrorBuf;
+using abi::kMaxRank;
+using abi::PackCache;
+using abi::PackKey;
+using abi::Runtime;
+using abi::TaskDesc;
+using abi::TensorArg;
+
+// DT, the dtype enum, is part of the ABI (kernels/abi.h).
 constexpr bool IsFloatDT(DT d) { return d == DT::kF32 || d == DT::kF16 || d == DT::kBF16; }
 
 // How a tile of each dtype is held: floats as f32 (bf16 / f16 values exactly representable in

@@ -13,7 +13,7 @@
 #include <bit>
 #include <cmath>
 
-#include "kernels/cpu/abi.h"
+#include "kernels/abi.h"
 #include "ops/type_rules.h"
 #include "targets/cpu/emitter.h"
 #include "targets/cpu/policy.h"
@@ -282,7 +282,7 @@ void Emitter::If(const ir::IfStmt& s, int depth) {
 // descriptor, valid until every task finished) and its tensor id `v<N>_id` for task accesses.
 void Emitter::Empty(const ir::OpStmt& op, int depth) {
   const ir::Value& res = op.result();
-  PTOX_ICHECK(res->type.rank() <= ptox::cpu::kMaxRank) << "rank " << res->type.rank();
+  PTOX_ICHECK(res->type.rank() <= abi::kMaxRank) << "rank " << res->type.rank();
   const std::string where = Where(op, "tensor.empty"), r = Name(res);
   const std::string at = where.substr(1, where.size() - 2);  // unquoted
   if (cur_ != &out_)

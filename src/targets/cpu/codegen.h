@@ -7,7 +7,7 @@
 
 namespace ptox::targets::cpu {
 
-// Emits a translation unit exporting `ptox_entry` (kernels/cpu/abi.h) that runs `func`.
+// Emits a translation unit exporting `ptox_entry` (kernels/abi.h) that runs `func`.
 // Throws kUnsupported for constructs the CPU target does not handle yet.
 std::string GenerateSource(const ir::Func& func);
 

@@ -16,14 +16,14 @@
 #include <sstream>
 #include <string_view>
 
-#include "kernels/cpu/abi.h"
+#include "kernels/abi.h"
 #include "ptox/cpu_features.h"
 #include "support/files.h"
 #include "ptox/subprocess.h"
 #include "support/warn.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"
-#include "targets/cpu/launch.h"
+#include "targets/host/launch.h"
 #include "targets/cpu/policy.h"
 
 namespace ptox::targets::cpu {
@@ -149,7 +149,7 @@ class CpuExecutable final : public Executable {
   ~CpuExecutable() override { dlclose(handle_); }
 
   void Run(const std::vector<Arg>& args, const RunContext& ctx) const override {
-    Launch(entry_, args, ctx);
+    host::Launch(entry_, args, ctx);
   }
 
  private:
@@ -235,7 +235,7 @@ std::vector<std::string> CpuTarget::Flags() const {
 std::string CpuTarget::Source(const ir::Func& func) const { return GenerateSource(func); }
 
 std::string CpuTarget::BuildIdentity() const {
-  std::string id = std::string(name()) + "\nabi " + std::to_string(ptox::cpu::kAbiVersion) +
+  std::string id = std::string(name()) + "\nabi " + std::to_string(abi::kAbiVersion) +
                    "\ncompiler " + CompilerIdentity() + "\nflags";
   for (const std::string& f : Flags()) id += " " + f;
   id += "\nenvironment";
@@ -304,11 +304,11 @@ std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path,
                                           " is not the binary of cache key " + key +
                                           " (was it replaced while loading?)");
   }
-  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, ptox::cpu::kEntrySymbol));
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, abi::kEntrySymbol));
   if (entry == nullptr) {
     dlclose(handle);
     throw Error(StatusCode::kToolchain, "toolchain error: " + so_path + " has no " +
-                                            ptox::cpu::kEntrySymbol);
+                                            abi::kEntrySymbol);
   }
   return std::make_shared<CpuExecutable>(handle, entry);
 }

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/abi.h"
+#include "kernels/abi.h"
 #include "targets/target.h"
 
 namespace ptox::targets::cpu {
 
-using EntryFn = ptox::cpu::EntryFn;
+using EntryFn = abi::EntryFn;
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
 

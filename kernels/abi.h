@@ -1,13 +1,17 @@
-// The C ABI between the host runtime and generated CPU kernels. Plain structs only: this header
-// is compiled both into ptox and into every generated kernel, possibly by different compilers.
+// The orchestration ABI between the host runtime and generated code: the entry point a
+// generated module exports, the tasks its orchestration submits (kernels, packed arguments, the
+// regions they access) and the tensors it asks the host to allocate. Plain structs only: this
+// header is compiled both into ptox and into every generated module, possibly by different
+// compilers. Any target whose orchestration runs on the host uses it (targets/host/launch.h runs
+// it on the task runtime); the CPU targets' kernels also take their tensors as TensorArg.
 #pragma once
 
 #include <cstdint>
 
-namespace ptox::cpu {
+namespace ptox::abi {
 
 inline constexpr int kMaxRank = 4;
-// Bumped whenever the ABI or the tile library's semantics change; part of every cache key.
+// Bumped whenever the ABI (or the CPU tile library's semantics) change; part of every cache key.
 inline constexpr int kAbiVersion = 4;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
@@ -102,4 +106,4 @@ struct Runtime {
 using EntryFn = int (*)(const Arg* args, const Runtime* rt, ErrorBuf* err);
 inline constexpr const char* kEntrySymbol = "ptox_entry";
 
-}  // namespace ptox::cpu
+}  // namespace ptox::abi

@@ -1,7 +1,7 @@
 // Launch: packs arguments into the ABI, runs the orchestration with a submit() that turns each
 // TaskDesc into a runtime task (copying its packed arguments) and an alloc() that makes the
 // tensors of tensor.empty (owned here until the graph is done), then waits for the graph.
-#include "targets/cpu/launch.h"
+#include "targets/host/launch.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -14,10 +14,8 @@
 
 #include "kernels/scalar.h"
 
-namespace ptox::targets::cpu {
+namespace ptox::targets::host {
 namespace {
-
-namespace abi = ptox::cpu;
 
 runtime::Executor& ExecutorFor(int threads) {
   if (threads <= 0) return runtime::Executor::Default();
@@ -249,4 +247,4 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
   if (!tasks.ok()) throw Error(tasks.code(), tasks.message());
 }
 
-}  // namespace ptox::targets::cpu
+}  // namespace ptox::targets::host
