@@ -2,6 +2,7 @@
 // O(statements + operands).
 #include "analysis/incore_info.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace ptox::analysis {
@@ -81,6 +82,29 @@ class Walker {
 };
 
 }  // namespace
+
+std::vector<AccessBound> AccessBounds(const IncoreInfo& info, const AccessSite& site) {
+  const auto& args = site.op->args();
+  const size_t t = site.write ? 1 : 0;  // tile.store %tile, %tensor[...]; tile.load %tensor[...]
+  const ir::Type& tile = site.write ? args[0].type() : site.op->result()->type;
+  const int r = args[t].type().rank();
+  std::vector<AccessBound> out;
+  for (int d = 0; d < r; ++d) {
+    const ir::Operand& off = args[t + 1 + d];
+    const int64_t ext = d == r - 1 ? tile.cols() : (d == r - 2 ? tile.rows() : 1);
+    const bool live = !off.is_value() || std::any_of(info.live_ins.begin(), info.live_ins.end(),
+                                                     [&](const ir::Value& v) { return v == off.value(); });
+    if (live) {
+      out.push_back({AccessBound::kAt, off, {}, ext});
+    } else if (auto it = info.outer_bounded_ivs.find(off.value().get());
+               it != info.outer_bounded_ivs.end()) {
+      out.push_back({AccessBound::kLoopRange, it->second->lb(), it->second->ub(), ext});
+    } else {
+      out.push_back({AccessBound::kWholeDim, {}, {}, ext});
+    }
+  }
+  return out;
+}
 
 IncoreInfo AnalyzeIncore(const ir::Func& func, const ir::IncoreStmt& scope) {
   IncoreInfo info;

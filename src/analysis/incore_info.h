@@ -26,6 +26,22 @@ struct IncoreInfo {
   std::unordered_map<const ir::ValueNode*, const ir::ForStmt*> outer_bounded_ivs;
 };
 
+// Where one access may touch its tensor along one dimension, in values the orchestration has
+// when it submits the task (the task's region, from which the runtime infers dependencies): an
+// offset that is an immediate or a live-in is a point (kAt: [lo, lo + extent)); the induction
+// variable of a loop inside the scope whose bounds are known outside spans the loop's range
+// (kLoopRange: [lb, ub - 1 + extent), empty when ub <= lb); anything else the whole dimension
+// (kWholeDim; conservative: it only adds dependencies). `extent` is the tile's along the tiled
+// dims, 1 along the others.
+struct AccessBound {
+  enum Kind { kAt, kLoopRange, kWholeDim } kind;
+  ir::Operand lo;  // kAt: the offset; kLoopRange: the loop's lower bound
+  ir::Operand ub;  // kLoopRange: the loop's upper bound
+  int64_t extent;
+};
+// One bound per dimension of the accessed tensor.
+std::vector<AccessBound> AccessBounds(const IncoreInfo& info, const AccessSite& site);
+
 // Analyzes one incore scope of `func`. Accessed tensors are live-ins: parameters or tensors the
 // orchestration made (tensor.empty).
 IncoreInfo AnalyzeIncore(const ir::Func& func, const ir::IncoreStmt& scope);

@@ -55,6 +55,9 @@ class Emitter {
   void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)
   void Assert(const ir::OpStmt& op, int depth);
   void Incore(const ir::IncoreStmt& s, int depth);
+  void Kernel(const ir::IncoreStmt& s, const analysis::IncoreInfo& info, const std::string& k);
+  void Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info, const std::string& k,
+              int depth);
 
   // ----- tasks (tasks.cc): each incore scope becomes a kernel function plus, in the
   // orchestration, a submission with the regions it reads and writes.

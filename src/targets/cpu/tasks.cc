@@ -3,10 +3,8 @@
 // touches, so the runtime can infer dependencies and run tasks on every core. A region names its
 // tensor by id: a parameter's index, or the id the host gave a tensor.empty.
 //
-// Regions are boxes computed when the task is submitted, per tile.load / tile.store: an offset
-// that is an immediate or a live-in value is a point; the induction variable of a loop inside
-// the scope whose bounds are known outside it spans [lb, ub - 1]; anything else spans the whole
-// dimension (conservative: it only adds dependencies). The tiled dims extend by the tile shape.
+// Regions are boxes computed when the task is submitted, one per tile.load / tile.store, as
+// analysis::AccessBounds gives them (target-neutral); this file prints them as AccessDescs.
 #include <fmt/format.h>
 
 #include "analysis/incore_info.h"
@@ -105,13 +103,17 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   views_ = analysis::InPlaceMatmulOperands(s.body());  // emitted as pc::View
   const analysis::IncoreInfo info = analysis::AnalyzeIncore(func_, s);
   const std::string k = fmt::format("ptox_task{}", tasks_++);
-  std::unordered_set<const ir::ValueNode*> live(info.live_ins.size()), inside;
-  for (const ir::Value& v : info.live_ins) live.insert(v.get());
-  DefinedInside(s.body(), inside);
-
-  // The kernel: unpack the live-ins under their orchestration names, then the scope's body.
   std::string* orchestration = cur_;
   cur_ = &kernels_;
+  Kernel(s, info, k);
+  cur_ = orchestration;
+  Submit(s, info, k, depth);
+}
+
+// The kernel: unpack the live-ins under their orchestration names, then the scope's body with
+// its tiles at plan-memory's offsets.
+void Emitter::Kernel(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
+                     const std::string& k) {
   Line(0, fmt::format("struct {}_args {{", k));
   for (const ir::Value& v : info.live_ins) {
     Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg* {};", Name(v))
@@ -126,7 +128,7 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
     Line(1, v->type.is_tensor() ? fmt::format("const pc::TensorArg& {0} = *a.{0};", Name(v))
                                 : fmt::format("const {1} {0} = a.{0};", Name(v), TypeName(v->type)));
   }
-  // Tiles at plan-memory's offsets: its plan (passes::PlanScope), the arena its budget checked.
+  // plan-memory's plan (passes::PlanScope), the arena its budget checked.
   const analysis::TilePlan plan = passes::PlanScope(s, CpuPolicy::Get());
   if (auto it = s.attrs().find("onchip_bytes"); it != s.attrs().end()) {
     PTOX_ICHECK(std::get<int64_t>(it->second) == plan.arena_bytes)
@@ -144,9 +146,11 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   Line(1, "return 0;");
   Line(0, "}");
   Line(0, "");
-  cur_ = orchestration;
+}
 
-  // The submission.
+// The submission: the packed live-ins, one region per access (analysis::AccessBounds), the task.
+void Emitter::Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
+                     const std::string& k, int depth) {
   std::string init;
   for (const ir::Value& v : info.live_ins) {
     init += (init.empty() ? "" : ", ") + (v->type.is_tensor() ? "&" + Name(v) : Name(v));
@@ -156,33 +160,34 @@ void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
   Line(depth + 1, fmt::format("pc::AccessDesc acc[{}] = {{}};", std::max<size_t>(1, info.accesses.size())));
   for (size_t i = 0; i < info.accesses.size(); ++i) {
     const analysis::AccessSite& site = info.accesses[i];
-    const auto& args = site.op->args();
-    const size_t t = site.write ? 1 : 0;
-    const ir::Type& tensor = args[t].type();
-    const ir::Type& tile = site.write ? args[0].type() : site.op->result()->type;
-    const int r = tensor.rank();
+    const ir::Operand& tensor = site.op->args()[site.write ? 1 : 0];
+    const int r = tensor.type().rank();
     Line(depth + 1, fmt::format("acc[{}].tensor = {}; acc[{}].write = {}; acc[{}].rank = {}; "
                                 "acc[{}].element_bytes = {};", i, TensorId(site), i,
-                                site.write ? 1 : 0, i, r, i, DTypeBytes(tensor.dtype())));
+                                site.write ? 1 : 0, i, r, i, DTypeBytes(tensor.type().dtype())));
+    const std::vector<analysis::AccessBound> bounds = analysis::AccessBounds(info, site);
     for (int d = 0; d < r; ++d) {
-      const ir::Operand& off = args[t + 1 + d];
-      int64_t ext = d == r - 1 ? tile.cols() : (d == r - 2 ? tile.rows() : 1);
+      const analysis::AccessBound& b = bounds[d];
       std::string lo, hi;
-      if (!off.is_value() || live.count(off.value().get())) {
-        lo = Operand(off);
-        hi = fmt::format("{} + {}", lo, ext);
-      } else if (auto it = info.outer_bounded_ivs.find(off.value().get());
-                 it != info.outer_bounded_ivs.end()) {
-        lo = Operand(it->second->lb());
-        std::string ub = Operand(it->second->ub());
-        hi = fmt::format("({1} > {0} ? {1} - 1 + {2} : {0})", lo, ub, ext);
-      } else {
-        lo = "0";
-        hi = fmt::format("{}.shape[{}]", Operand(args[t]), d);
+      switch (b.kind) {
+        case analysis::AccessBound::kAt:
+          lo = Operand(b.lo);
+          hi = fmt::format("{} + {}", lo, b.extent);
+          break;
+        case analysis::AccessBound::kLoopRange:
+          lo = Operand(b.lo);
+          hi = fmt::format("({1} > {0} ? {1} - 1 + {2} : {0})", lo, Operand(b.ub), b.extent);
+          break;
+        case analysis::AccessBound::kWholeDim:
+          lo = "0";
+          hi = fmt::format("{}.shape[{}]", Operand(tensor), d);
+          break;
       }
       Line(depth + 1, fmt::format("acc[{0}].lo[{1}] = {2}; acc[{0}].hi[{1}] = {3};", i, d, lo, hi));
     }
   }
+  std::unordered_set<const ir::ValueNode*> inside;
+  DefinedInside(s.body(), inside);
   std::string where = s.span().known() ? fmt::format(" ({}:{})", s.span().line, s.span().col) : "";
   Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, \"{}.incore{}{}\", {}}};",
                               k, info.accesses.size(), func_.name, tasks_ - 1, where,
