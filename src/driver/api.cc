@@ -62,7 +62,16 @@ struct Program::Compiled {
   std::map<std::tuple<const ir::Func*, const targets::Target*, bool>,
            std::shared_ptr<const targets::Executable>>
       executables;
-  runtime::PackStore packs;  // blocks packed from constant inputs (RunOptions::constants)
+  // What each target keeps for this program across runs (targets::ProgramState).
+  std::map<const targets::Target*, std::unique_ptr<targets::ProgramState>> states;
+
+  // The state of `target`, made on first use (nullptr for a target that keeps none).
+  targets::ProgramState* StateFor(const targets::Target& target) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto [it, fresh] = states.try_emplace(&target);
+    if (fresh) it->second = target.NewProgramState();
+    return it->second.get();
+  }
 };
 
 Result<Program> Program::FromModule(ir::Module module) {
@@ -93,10 +102,24 @@ Result<Program> Program::FromFile(const std::string& path) {
 }
 
 void Program::ForgetConstants() const {
-  if (compiled_) compiled_->packs.Clear();
+  if (!compiled_) return;
+  std::vector<targets::ProgramState*> states;
+  {
+    std::lock_guard<std::mutex> lock(compiled_->mu);
+    for (const auto& [target, state] : compiled_->states)
+      if (state) states.push_back(state.get());
+  }
+  for (targets::ProgramState* s : states) s->ForgetConstants();  // waits for their runs
 }
 
-int64_t Program::ConstantBytes() const { return compiled_ ? compiled_->packs.bytes() : 0; }
+int64_t Program::ConstantBytes() const {
+  if (!compiled_) return 0;
+  std::lock_guard<std::mutex> lock(compiled_->mu);
+  int64_t bytes = 0;
+  for (const auto& [target, state] : compiled_->states)
+    if (state) bytes += state->ConstantBytes();
+  return bytes;
+}
 
 std::string Program::ToText() const { return ir::Print(*module_); }
 
@@ -268,7 +291,7 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     targets::RunContext ctx{options.num_threads, options.check_nan, options.trace, {}};
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
     ctx.constant = std::move(constant);
-    ctx.packs = &program.compiled_->packs;
+    ctx.state = program.compiled_->StateFor(target);
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);
@@ -276,10 +299,9 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
       if (!slot) slot = driver::Compile(target, *f, options.fuse);
       exe = slot;
     }
-    {
-      auto in_use = ctx.packs->Use();  // ForgetConstants waits for this run
-      exe->Run(args, ctx);
-    }
+    std::shared_lock<std::shared_mutex> in_use;  // ForgetConstants waits for this run
+    if (ctx.state) in_use = ctx.state->Use();
+    exe->Run(args, ctx);
   });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,23 +11,31 @@
 #include "ir/ir.h"
 #include "passes/pass.h"
 #include "ptox/tensor.h"
-#include "runtime/pack_store.h"
 #include "runtime/task_graph.h"
 
 namespace ptox::targets {
 
 using passes::Capabilities;
 
-// How one run executes: the worker threads and what it records.
+// What a target keeps for one Program across its runs (the host-orchestrated targets: the blocks
+// their kernels pack from constant inputs). Made by Target::NewProgramState and owned by the
+// Program; a run holds Use() for its whole duration, and ForgetConstants waits for such runs.
+class ProgramState {
+ public:
+  virtual ~ProgramState() = default;
+  virtual std::shared_lock<std::shared_mutex> Use() = 0;
+  virtual void ForgetConstants() = 0;  // Program::ForgetConstants
+  virtual int64_t ConstantBytes() const = 0;
+};
+
+// How one run executes: what every target reads, and the running target's own state.
 struct RunContext {
-  int threads = 0;                             // 0: the process-wide executor (PTOX_NUM_THREADS)
-  bool check_nan = false;                      // fail a task whose outputs hold a NaN
+  int threads = 0;                            // 0: the process-wide executor (PTOX_NUM_THREADS)
+  bool check_nan = false;                     // fail a task whose outputs hold a NaN
   std::vector<TaskTrace>* records = nullptr;  // filled when not null
-  std::vector<std::string> arg_names;          // parameter names, for error messages
-  // Parameters marked constant (RunOptions::constants; empty: none) and where kernels keep
-  // their packed blocks.
-  std::vector<bool> constant;
-  runtime::PackStore* packs = nullptr;
+  std::vector<std::string> arg_names;         // parameter names, for error messages
+  std::vector<bool> constant;  // parameters marked constant (RunOptions::constants; empty: none)
+  ProgramState* state = nullptr;  // this target's NewProgramState() for the Program, or null
 };
 
 // A compiled function, ready to run on checked arguments.
@@ -61,6 +70,8 @@ class Target {
   virtual const CompiledTarget* compiled() const { return nullptr; }
   // For a target that runs the IR as it is (compiled() == nullptr): its executable for `func`.
   virtual std::shared_ptr<const Executable> Interpret(const ir::Func& func) const;
+  // What the target keeps per Program across runs (RunContext::state); null: nothing.
+  virtual std::unique_ptr<ProgramState> NewProgramState() const { return nullptr; }
 };
 
 // A backend that generates code and builds it into an artifact (a shared object for the CPU

@@ -232,6 +232,10 @@ std::vector<std::string> CpuTarget::Flags() const {
   return flags;
 }
 
+std::unique_ptr<ProgramState> CpuTarget::NewProgramState() const {
+  return std::make_unique<host::HostState>();
+}
+
 std::string CpuTarget::Source(const ir::Func& func) const { return GenerateSource(func); }
 
 std::string CpuTarget::BuildIdentity() const {

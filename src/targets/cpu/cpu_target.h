@@ -23,6 +23,7 @@ class CpuTarget final : public CompiledTarget {
   std::string Source(const ir::Func& func) const override;
   std::string BuildIdentity() const override;
   std::string_view artifact_extension() const override { return "so"; }
+  std::unique_ptr<ProgramState> NewProgramState() const override;
   void Build(const std::string& source, const std::string& key,
              const std::string& out_path) const override;
   std::shared_ptr<const Executable> Load(const std::string& path,

@@ -218,7 +218,8 @@ void* GetPacked(void* ctx, const abi::PackKey* k, int64_t bytes, void (*fill)(vo
 
 void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& ctx) {
   std::vector<abi::Arg> packed(args.size());
-  const abi::PackCache packs{ctx.packs, &GetPacked};
+  runtime::PackStore* store = ctx.state ? &static_cast<HostState*>(ctx.state)->packs : nullptr;
+  const abi::PackCache packs{store, &GetPacked};
   for (size_t i = 0; i < args.size(); ++i) {
     abi::Arg& a = packed[i];
     a = {};
@@ -227,7 +228,7 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
       a.t.rank = t->rank();
       std::vector<int64_t> strides = t->EffectiveStrides();
       for (int d = 0; d < t->rank(); ++d) a.t.shape[d] = t->shape[d], a.t.strides[d] = strides[d];
-      if (ctx.packs && i < ctx.constant.size() && ctx.constant[i]) a.t.packed = &packs;
+      if (store && i < ctx.constant.size() && ctx.constant[i]) a.t.packed = &packs;
     } else if (const int64_t* v = std::get_if<int64_t>(&args[i])) {
       a.i = *v;
     } else {
