@@ -107,13 +107,12 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
 
 // Overrides of the target capabilities that passes read (tile sizes, the on-chip budget); an
 // unset field keeps the target's value. Golden tests pin them so that the IR does not depend on
-// the host's caches (`ptox opt --caps=l1=32768,l2=1048576,onchip=4194304`). Every value set must
+// the host's caches (`ptox opt --caps=l2=1048576,onchip=4194304`). Every value set must
 // be positive.
 struct TargetCaps {
-  std::optional<int64_t> l1_bytes;  // per-core data cache
-  std::optional<int64_t> l2_bytes;
+  std::optional<int64_t> l2_bytes;      // the per-core cache tiles are sized for
   std::optional<int64_t> onchip_bytes;  // the most bytes of tiles one incore scope may hold
-  bool empty() const { return !l1_bytes && !l2_bytes && !onchip_bytes; }
+  bool empty() const { return !l2_bytes && !onchip_bytes; }
 };
 
 // Runs IR passes over a program (ptox opt). Every pass is followed by the verifier.

@@ -159,7 +159,6 @@ passes::Capabilities CapsFor(const targets::Target& target, const TargetCaps& ca
                                << *v;
     field = *v;
   };
-  set(c.l1_bytes, caps.l1_bytes, "l1");
   set(c.l2_bytes, caps.l2_bytes, "l2");
   set(c.onchip_budget_bytes, caps.onchip_bytes, "onchip");
   return c;

@@ -14,8 +14,7 @@ namespace ptox::passes {
 // What passes may read about a target (never its name): sizes and its policy drive tiling and
 // planning.
 struct Capabilities {
-  int64_t l1_bytes = 32 << 10;  // per-core data cache
-  int64_t l2_bytes = 1 << 20;
+  int64_t l2_bytes = 1 << 20;  // per-core cache that tiles are sized for
   // The most bytes of tiles one incore scope may hold (plan-memory rejects more).
   int64_t onchip_budget_bytes = 256 << 10;
   // The target's tiling choices (never null; the target owns it).

@@ -69,7 +69,7 @@ Handler RegisterCompile(CLI::App& app) {
   sub->add_option("-o,--output", args->output, "output file (default: stdout; bin: a.so)");
   sub->add_flag("--no-fuse", args->no_fuse, "one kernel per tensor op (skip fuse-elementwise)");
   sub->add_option("--caps", args->caps,
-                  "override capabilities for --emit=ir|src: vector=64,l1=32K,l2=1M,onchip=4M");
+                  "override capabilities for --emit=ir|src: l2=1M,onchip=4M");
   return [args] { return RunCompile(*args); };
 }
 

@@ -46,7 +46,6 @@ std::optional<int64_t> ParseBytes(std::string_view text) {
 Result<TargetCaps> ParseCaps(const std::string& spec) {
   using Field = std::optional<int64_t> TargetCaps::*;
   static const std::vector<std::pair<std::string, Field>> kFields = {
-      {"l1", &TargetCaps::l1_bytes},
       {"l2", &TargetCaps::l2_bytes},
       {"onchip", &TargetCaps::onchip_bytes}};
   TargetCaps caps;
@@ -235,7 +234,7 @@ Handler RegisterOpt(CLI::App& app) {
   sub->add_option("--target", args->target,
                   "whose capabilities the passes read: cpu (default), cpu-avx2, ..., interp");
   sub->add_option("--caps", args->caps,
-                  "override capabilities in bytes: l1=32K,l2=1M,onchip=4M (any subset)");
+                  "override capabilities in bytes: l2=1M,onchip=4M (any subset)");
   sub->add_option("--print-ir-after", args->print_after,
                   "print the IR to stderr after these passes (repeatable, comma-separated)")
       ->delimiter(',')

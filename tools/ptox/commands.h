@@ -23,7 +23,7 @@ Handler RegisterCache(CLI::App& app);
 // unsupported, 3 toolchain, 4 runtime, 70 internal).
 int Fail(const Status& status);
 
-// `--caps=vector=64,l1=32K,l2=1M,onchip=4M` (any subset; K / M / G are binary multiples) ->
+// `--caps=l2=1M,onchip=4M` (any subset; K / M / G are binary multiples) ->
 // capability overrides; a malformed item is kInvalid, naming the known capabilities.
 Result<TargetCaps> ParseCaps(const std::string& spec);
 

@@ -160,7 +160,6 @@ class CpuExecutable final : public Executable {
 }  // namespace
 
 CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
-  caps_.l1_bytes = CacheSize(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   caps_.l2_bytes = CacheSize(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   // Tiles live in a per-worker heap arena (kernels/cpu/core.h Arena): the budget bounds that
   // arena, not a cache; tiling heuristics size tiles from l2_bytes.
@@ -209,7 +208,7 @@ std::vector<std::string> CpuTarget::Flags() const {
                                     "-fno-rtti", "-fvisibility=hidden", "-DNDEBUG",
                                     "-I" + KernelsRoot()};
   // The matmul's cache blocks come from the caches this target reports (kernels/cpu/matmul.h).
-  flags.push_back("-DPTOX_CPU_L1_BYTES=" + std::to_string(caps_.l1_bytes));
+  flags.push_back("-DPTOX_CPU_L1_BYTES=" + std::to_string(CacheSize(_SC_LEVEL1_DCACHE_SIZE, 32 << 10)));
   flags.push_back("-DPTOX_CPU_L2_BYTES=" + std::to_string(caps_.l2_bytes));
 #if defined(__x86_64__)
   switch (isa_) {
