@@ -37,7 +37,7 @@ struct Row {
   std::string note;  // e.g. "% of peak", ratios
 };
 
-// ---- Ceiling: register-blocked FMA loops (src/support/fma_peak.h) -----------------------------
+// ---- Ceiling: register-blocked FMA loops (include/ptox/fma_peak.h) -----------------------------
 
 // GFLOP/s of `threads` threads each running the FMA loop at once.
 Row MeasureFma(const ptox::FmaKernel& k, int threads) {

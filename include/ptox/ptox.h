@@ -118,7 +118,7 @@ struct TargetCaps {
 // Runs IR passes over a program (ptox opt). Every pass is followed by the verifier.
 struct TransformOptions {
   std::vector<std::string> passes;  // pass names in order (see ListPasses)
-  // Whose capabilities (vector width, caches) passes read: a compiled target, or "interp"
+  // Whose capabilities (cache size, budget, tiling policy) passes read: a compiled target, or "interp"
   // (nominal capabilities; the interpreter runs tensor programs as written).
   std::string target = "cpu";
   TargetCaps caps;  // overrides of the target's capabilities

@@ -1,5 +1,5 @@
 // Matmul operands read in place: which tile.load results a target with
-// Capabilities::matmul_operands_in_place never materializes (the CPU target reads them as views
+// TargetPolicy::MatmulOperandsInPlace never materializes (the CPU target reads them as views
 // of the tensor; plan-memory gives them no arena bytes).
 #pragma once
 

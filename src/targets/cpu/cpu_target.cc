@@ -1,6 +1,6 @@
 // The CPU targets: cpu-scalar, cpu-avx2, cpu-avx512 (one ISA each) and their toolchain — the host
 // C++ compiler found at run time, spawned directly (no shell), producing a shared object that is
-// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (support/cpu_features);
+// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (ptox/cpu_features.h);
 // tests hide ISAs with PTOX_CPU_DISABLE.
 #include <dlfcn.h>
 #include <sys/stat.h>

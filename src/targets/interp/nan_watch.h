@@ -1,5 +1,5 @@
 // RunOptions::check_nan on the interpreter target. Compiled targets scan the boxes each task writes
-// (src/targets/cpu/launch.cc); the interpreter has no tasks, so it compares the outputs after the
+// (src/targets/host/launch.cc); the interpreter has no tasks, so it compares the outputs after the
 // run with a copy taken before: an element of an out / inout float tensor that the run changed
 // to a NaN fails it, as a task writing that NaN fails on a compiled target (docs/runtime.md has
 // where the two can differ).
