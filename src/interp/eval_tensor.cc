@@ -410,13 +410,24 @@ Dense Reduce(const ir::OpStmt& op, Fn fn, const Dense& a, int axis, bool keepdim
   return out;
 }
 
+namespace {
+
+// offset + size for a message: exact also past INT64_MAX (an offset near it is a user's input).
+std::string End(int64_t offset, int64_t size) {
+  int64_t end = 0;
+  if (!__builtin_add_overflow(offset, size, &end)) return std::to_string(end);
+  return std::to_string(static_cast<uint64_t>(offset) + static_cast<uint64_t>(size));
+}
+
+}  // namespace
+
 Dense Slice(const ir::OpStmt& op, const Dense& a, const std::vector<int64_t>& offsets,
             const std::vector<int64_t>& sizes) {
   const std::vector<int64_t> strides = RowMajorStrides(a.shape);
   int64_t base = 0;
   for (int d = 0; d < a.rank(); ++d) {
     const bool ok = offsets[d] >= 0 && sizes[d] >= 0 && offsets[d] <= a.shape[d] - sizes[d];
-    PTOX_RUNTIME_CHECK(ok) << OpWhere(op) << ": [" << offsets[d] << ", " << offsets[d] + sizes[d]
+    PTOX_RUNTIME_CHECK(ok) << OpWhere(op) << ": [" << offsets[d] << ", " << End(offsets[d], sizes[d])
                            << ") is out of bounds in dim " << d << " of a tensor of shape "
                            << ShapeStr(a.shape);
     base += offsets[d] * strides[d];
