@@ -391,16 +391,9 @@ class Grouper {
 ir::Block GroupBlock(Grouper& grouper, const ir::Block& block);
 
 ir::StmtRef GroupNested(Grouper& grouper, const ir::StmtRef& s) {
-  if (s->kind() == ir::StmtKind::kFor) {
-    const auto& f = ir::As<ir::ForStmt>(*s);
-    return f.WithBody(GroupBlock(grouper, f.body()));
-  }
-  if (s->kind() == ir::StmtKind::kIf) {
-    const auto& i = ir::As<ir::IfStmt>(*s);
-    return ir::IfStmt::Make(i.cond(), GroupBlock(grouper, i.then_body()),
-                            GroupBlock(grouper, i.else_body()), i.results(), i.span());
-  }
-  return s;  // incore scopes (tile level, or groups already formed) stay as they are
+  // Incore scopes (tile level, or groups already formed) stay as they are.
+  if (s->kind() == ir::StmtKind::kIncore) return s;
+  return ir::MapBodies(s, [&](const ir::Block& b) { return GroupBlock(grouper, b); });
 }
 
 // Groups the blocks nested in `block`, then `block`; the symbols its statements bind are seen
