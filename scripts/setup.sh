@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs whatever ptox needs that this Debian 12 machine lacks (Debian packages only).
+# Installs whatever ptox needs that this Debian 12 machine lacks: Debian packages, then the
+# project's virtual environment (.venv) with the PyPI packages the Python package needs.
 # Idempotent: packages already present are left alone, and nothing runs apt when none is missing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   cmake ninja-build g++ clang-14 libclang-rt-14-dev  # toolchain (clang: libFuzzer)
@@ -10,7 +12,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libcli11-dev         # JSON, formatting, CLI parsing
   libxxhash-dev                                      # compile-cache hashing
   libhwy-dev                                         # portable SIMD (CPU backend)
-  binutils python3                                   # objdump; lit runs on python3
+  binutils python3 python3-venv                      # objdump; lit runs on python3; .venv
   python3-numpy                                      # tests/e2e/numpy_check.py (reference)
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )
@@ -29,3 +31,11 @@ if ((${#missing[@]})); then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The project's virtual environment (.venv): what the Python package builds with and its tests
+# need, from PyPI. Idempotent: pip leaves installed packages alone.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind

@@ -6,3 +6,4 @@ bash scripts/setup.sh
 cmake --preset dev >/dev/null
 cmake --build --preset dev
 ctest --preset dev -j2
+bash scripts/python_test.sh

@@ -53,6 +53,11 @@ class Program {
   std::vector<std::string> FunctionNames() const;
   // The entry function: `name`, or the last function in the module when name is empty.
   Result<std::vector<ParamInfo>> Params(std::string_view function = {}) const;
+  // (name, type) of every value the entry function defines, in definition order, each type as
+  // the text form spells it ("tensor<{N}x64xf32>", "tile<16x8xf32>", "index"): what a front end
+  // asks when it has to write a type the verifier inferred.
+  Result<std::vector<std::pair<std::string, std::string>>> ValueTypes(
+      std::string_view function = {}) const;
   const ir::Module& module() const { return *module_; }
 
   // Drops the blocks kept for constant inputs (RunOptions::constants) by this program and its
@@ -178,5 +183,9 @@ Result<double> ReorderBound(const Program& program, std::string_view function = 
 
 // Targets this build can run, best first.
 std::vector<std::string> AvailableTargets();
+
+// The name of every op ("tensor.add", "tile.load", ...), in src/ops/ops.def order: what front ends
+// generate their op surface from.
+std::vector<std::string> OpNames();
 
 }  // namespace ptox

@@ -17,6 +17,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "ir/walk.h"
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "ptox/ptox.h"
@@ -148,6 +149,36 @@ Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const 
   return out;
 }
 
+Result<std::vector<std::pair<std::string, std::string>>> Program::ValueTypes(
+    std::string_view function) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  Status s = Guard([&] {
+    const ir::Func* f = Entry(*module_, function);
+    auto add = [&](const ir::Value& v) { out.emplace_back(v->name, v->type.ToString()); };
+    for (const ir::Param& p : f->params) add(p.value);
+    ir::ForEachStmt(f->body, [&](const ir::Stmt& st) {
+      switch (st.kind()) {
+        case ir::StmtKind::kOp:
+          for (const ir::Value& r : ir::As<ir::OpStmt>(st).results()) add(r);
+          break;
+        case ir::StmtKind::kFor: {
+          const auto& loop = ir::As<ir::ForStmt>(st);
+          add(loop.iv());
+          for (const ir::Value& v : loop.iter_args()) add(v);
+          for (const ir::Value& v : loop.results()) add(v);
+          break;
+        }
+        case ir::StmtKind::kIf:
+          for (const ir::Value& v : ir::As<ir::IfStmt>(st).results()) add(v);
+          break;
+        default: break;
+      }
+    });
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
 namespace {
 
 // `target`'s capabilities with the overrides in `caps` applied.
@@ -243,6 +274,14 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
   });
   if (!s.ok()) return s;
   return bound;
+}
+
+std::vector<std::string> OpNames() {
+  std::vector<std::string> names;
+#define PTOX_OP(e, name, family, fn) names.emplace_back(name);
+#include "ops/ops.def"
+#undef PTOX_OP
+  return names;
 }
 
 int DefaultThreads() { return runtime::Executor::DefaultThreads(); }

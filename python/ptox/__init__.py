@@ -1,0 +1,104 @@
+"""ptox: tile programs written once, run on every target, checked against a reference interpreter.
+
+    import numpy as np
+    import ptox
+    import ptox.lang as pl
+
+    @ptox.jit
+    def scale_add(x: pl.In["N", 128, pl.f32], y: pl.In["N", 128, pl.f32]) -> pl.Out["N", 128, pl.f32]:
+        return x * 2.0 + y
+
+    z = scale_add(np.ones((7, 128), np.float32), np.ones((7, 128), np.float32))
+
+docs/python.md has the language, the calling convention, dtypes, caching and errors.
+"""
+
+import os as _os
+import re as _re
+
+# The CPU targets compile generated code against the kernel headers shipped in this package
+# (a user's PTOX_KERNELS_DIR wins).
+_here = _os.path.dirname(_os.path.abspath(__file__))
+if _os.path.isdir(_os.path.join(_here, "kernels")):
+    _os.environ.setdefault("PTOX_KERNELS_DIR", _here)
+
+from . import errors  # noqa: E402
+from ._core import __version__  # noqa: E402
+from . import _core  # noqa: E402
+from .errors import (CheckError, CompileError, Error, InternalError, InvalidError,  # noqa: E402
+                     KernelError, ShapeError, ToolchainError, UnsupportedError)
+from .kernel import Kernel  # noqa: E402
+from . import lang  # noqa: E402
+
+__all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "cache_dir",
+           "lang",
+           "Error", "InvalidError", "CompileError", "ShapeError", "UnsupportedError",
+           "ToolchainError", "KernelError", "CheckError", "InternalError", "__version__"]
+
+
+def available_targets():
+    """The targets this host runs, best first ("interp" last)."""
+    return _core.available_targets()
+
+
+def cache_dir():
+    """The compile cache's folder: $PTOX_CACHE_DIR, else ~/.cache/ptox (the CLI's rule)."""
+    return _core.cache_dir()
+
+
+def _program(text, filename):
+    try:
+        return _core.Program.parse(text, filename)
+    except InvalidError as e:
+        raise CompileError(str(e)) from None
+
+
+def parse(text, function="", filename="<input>", **kwargs):
+    """A Kernel of .pto text."""
+    return Kernel(_program(text, filename), function, **kwargs)
+
+
+def load(path, function="", **kwargs):
+    """A Kernel of a .pto file."""
+    try:
+        program = _core.Program.from_file(path)
+    except InvalidError as e:
+        raise CompileError(str(e)) from None
+    return Kernel(program, function, **kwargs)
+
+
+class JitFunction(Kernel):
+    """A Python function compiled from its AST (``@ptox.jit``); call it like the function."""
+
+    def __init__(self, fn, target="cpu", threads=0):
+        text, line_map = lang.translate(fn)
+        self.__wrapped__ = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._text = text
+        label = f"<jit {fn.__name__}>"
+        pattern = _re.compile(_re.escape(label) + r":(\d+)(?::\d+)?")
+
+        def where(message):
+            """The message with each position in the generated text replaced by the Python
+            file:line:col of the expression that wrote that line."""
+            def python_position(m):
+                line = int(m.group(1)) - 1  # text line 1 is the func header
+                return line_map.get(line) or f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+            return pattern.sub(python_position, message)
+
+        try:
+            program = _core.Program.parse(text, label)
+        except InvalidError as e:
+            raise CompileError(where(str(e))) from None
+        super().__init__(program, fn.__name__, target, threads, where)
+
+    def ir(self):
+        return self._text
+
+
+def jit(fn=None, *, target="cpu", threads=0):
+    """Compiles a Python function written in the ptox language (``ptox.lang``) from its AST."""
+    if fn is None:
+        return lambda f: JitFunction(f, target, threads)
+    return JitFunction(fn, target, threads)

@@ -1,0 +1,200 @@
+"""Calling a ptox program from Python: arguments by position, outputs allocated when not given,
+symbolic dims bound from the arguments' shapes, zero-copy arrays (numpy, torch, __dlpack__)."""
+
+import numpy as np
+
+from . import _core
+from . import errors
+
+# ptox dtype -> numpy dtype of an allocated output (bf16 outputs are ml_dtypes.bfloat16 arrays).
+_NUMPY = {"f32": np.float32, "f16": np.float16, "i8": np.int8, "i32": np.int32, "i64": np.int64,
+          "bool": np.bool_, "index": np.int64}
+
+
+def _bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        raise errors.UnsupportedError("bf16 arrays need the ml_dtypes package") from None
+    return ml_dtypes.bfloat16
+
+
+def _dtype_of(array):
+    """The ptox dtype name of an array's elements."""
+    module = type(array).__module__
+    if module.startswith("torch"):
+        name = str(array.dtype).replace("torch.", "")
+        table = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8",
+                 "int32": "i32", "int64": "i64", "bool": "bool"}
+        if name not in table:
+            raise errors.ShapeError(f"torch dtype {name} has no ptox dtype")
+        return table[name]
+    dt = np.dtype(array.dtype)
+    if dt.name == "bfloat16":
+        return "bf16"
+    for ptox_name in ("f32", "f16", "i8", "i32", "i64", "bool"):
+        if dt == np.dtype(_NUMPY[ptox_name]):
+            return ptox_name
+    raise errors.ShapeError(f"numpy dtype {dt} has no ptox dtype")
+
+
+def _as_core_array(array):
+    """What the C++ side reads: the array itself, or a uint16 view of a bfloat16 numpy array
+    (numpy cannot export that dtype through DLPack). Never a copy."""
+    if isinstance(array, np.ndarray) and array.dtype.name == "bfloat16":
+        return array.view(np.uint16)
+    return array
+
+
+def _is_array(x):
+    return isinstance(x, np.ndarray) or hasattr(x, "__dlpack__")
+
+
+class Kernel:
+    """A compiled-on-first-call function of a ptox program.
+
+    ``k(a, b)`` returns the outputs it allocated (one array, or a tuple); ``k(a, b, out=c)`` (or
+    ``k(a, b, c)``) writes the caller's buffers. One compile per target, whatever the sizes of
+    the symbolic dims.
+    """
+
+    def __init__(self, program, function="", target="cpu", threads=0, where=None):
+        self.program = program
+        self.function = function
+        self.target = target
+        self.threads = threads
+        self._where = where  # maps a C++ diagnostic to the Python source (ptox.jit)
+        self._params = program.params(function)
+
+    @property
+    def params(self):
+        return list(self._params)
+
+    def ir(self):
+        """The program's text (it parses back to the same program)."""
+        return self.program.text()
+
+    def source(self, target=None):
+        """The code generated for a compiled target."""
+        return self._call(_core.compile, self.program, target or self.target, self.function,
+                          "source")
+
+    def stages(self, target=None):
+        """(pass, IR text) after every pass of the default pipeline."""
+        return self._call(_core.stages, self.program, target or self.target)
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except errors.Error as e:
+            if self._where is not None:
+                raise type(e)(self._where(str(e))) from None
+            raise
+
+    def _bind(self, args, out):
+        """The argument list for the C++ core, the outputs to return, and the symbol values."""
+        params = self._params
+        given = list(args)
+        outs = [] if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
+
+        if outs and len(given) + len(outs) != len(params):
+            raise errors.ShapeError(f"{len(params)} parameters, got {len(given)} arguments and "
+                                    f"{len(outs)} outputs")
+        if len(given) > len(params):
+            raise errors.ShapeError(f"{len(params)} parameters, got {len(given)} arguments")
+        if not outs and len(given) < len(params):
+            missing = params[len(given):]
+            if any(p["dir"] != "out" for p in missing):
+                names = ", ".join(p["name"] for p in missing if p["dir"] != "out")
+                raise errors.ShapeError(f"missing arguments for {names}")
+        values = given + outs
+        symbols = {}
+        for p, v in zip(params, values):
+            if p["is_tensor"]:
+                if not _is_array(v):
+                    raise errors.ShapeError(f"%{p['name']} is a tensor, got {type(v).__name__}")
+                shape = tuple(v.shape)
+                if len(shape) != len(p["dims"]):
+                    raise errors.ShapeError(f"%{p['name']} has {len(p['dims'])} dims, got an array "
+                                            f"of shape {shape}")
+                for d, (want, got) in enumerate(zip(p["dims"], shape)):
+                    if isinstance(want, str):
+                        if symbols.setdefault(want, got) != got:
+                            raise errors.ShapeError(
+                                f"dim {d} of %{p['name']} is {want} = {symbols[want]} from an "
+                                f"earlier argument, got {got}")
+        allocated = []
+        for p in params[len(values):]:
+            dims = []
+            for want in p["dims"]:
+                if isinstance(want, str):
+                    if want not in symbols:
+                        raise errors.ShapeError(f"output %{p['name']} has dim {want}, which no "
+                                                f"input gives: pass it with out=")
+                    dims.append(symbols[want])
+                else:
+                    dims.append(want)
+            dtype = _bfloat16() if p["dtype"] == "bf16" else _NUMPY[p["dtype"]]
+            array = np.zeros(dims, dtype=dtype)
+            allocated.append(array)
+            values.append(array)
+        core = []
+        for p, v in zip(params, values):
+            if p["is_tensor"]:
+                core.append((_as_core_array(v), _dtype_of(v)))
+            elif isinstance(v, (bool, int, np.integer)):
+                core.append(int(v))
+            elif isinstance(v, (float, np.floating)):
+                core.append(float(v))
+            else:
+                raise errors.ShapeError(f"%{p['name']} is a {p['dtype']} scalar, got "
+                                        f"{type(v).__name__}")
+        returned = allocated if allocated else [v for p, v in zip(params, values)
+                                                if p["dir"] != "in"]
+        return core, returned
+
+    def __call__(self, *args, out=None, target=None, threads=None, check=False, check_nan=False):
+        target = target or self.target
+        threads = self.threads if threads is None else threads
+        core, returned = self._bind(args, out)
+        if check:
+            self._check(core, target, threads)
+        else:
+            self._call(_core.run, self.program, core, target, self.function, threads, check_nan)
+        return returned[0] if len(returned) == 1 else tuple(returned)
+
+    def _check(self, core, target, threads):
+        """Runs the interpreter on copies of the outputs, then the target, and compares."""
+        copies = []
+        for p, a in zip(self._params, core):
+            if p["is_tensor"] and p["dir"] != "in":
+                copies.append((np.array(a[0], copy=True), a[1]))
+            else:
+                copies.append(a)
+        self._call(_core.run, self.program, copies, "interp", self.function, 1, False)
+        self._call(_core.run, self.program, core, target, self.function, threads, False)
+        bound = self._call(_core.reorder_bound, self.program, core, self.function)
+        for p, got, ref in zip(self._params, core, copies):
+            if not p["is_tensor"] or p["dir"] == "in":
+                continue
+            g, r = np.asarray(got[0]), np.asarray(ref[0])
+            if bound == 0:
+                same = g.tobytes() == r.tobytes() if g.flags.c_contiguous else np.array_equal(
+                    g.view(np.uint8), r.view(np.uint8))
+                if not same:
+                    raise errors.CheckError(f"%{p['name']}: {target} differs from the interpreter "
+                                            "(bit-exact expected)")
+                continue
+            gf, rf = _as_f64(g, got[1]), _as_f64(r, ref[1])
+            tol = bound * (np.abs(rf) + (np.abs(rf).max() if rf.size else 0.0))
+            bad = ~((np.abs(gf - rf) <= tol) | (np.isnan(gf) & np.isnan(rf)))
+            if bad.any():
+                i = tuple(int(x) for x in np.argwhere(bad)[0])
+                raise errors.CheckError(f"%{p['name']}{list(i)}: {target} {gf[i]!r} vs interpreter "
+                                        f"{rf[i]!r}, beyond the bound {bound:g} x (|ref| + max|ref|)")
+
+
+def _as_f64(array, dtype):
+    if dtype == "bf16":
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array.astype(np.float64)

@@ -1,0 +1,537 @@
+"""The ptox kernel language in Python (``import ptox.lang as pl``).
+
+A function decorated ``@ptox.jit`` is compiled from its Python AST — not traced — into the same IR
+the text form produces: Python ``for`` / ``if`` over symbolic values become IR loops and ifs.
+
+    @ptox.jit
+    def rmsnorm(x: pl.In["N", 64, pl.f32], w: pl.In[64, pl.f32]) -> pl.Out["N", 64, pl.f32]:
+        return pl.rmsnorm(x, w, eps=1e-6)
+
+Parameters: ``pl.In[dims..., dtype]``, ``pl.Out[...]``, ``pl.InOut[...]`` (a dim is an int or a
+symbol's name), scalars ``pl.index`` / ``pl.i32`` / ``pl.f32``. A return annotation adds outputs
+(``out``, or ``out0``, ``out1``, ... for a tuple) that ``return`` stores. The op surface is
+generated from the C++ op list (src/ops/ops.def): ``pl.<name>`` is ``tensor.<name>`` at tensor
+level, ``pl.tile.<name>`` is ``tile.<name>``.
+"""
+
+import ast
+import inspect
+import textwrap
+
+from . import _core
+from . import errors
+
+
+class DType:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"pl.{self.name}"
+
+
+f32, f16, bf16, i8, i32, i64, index = (DType(n) for n in
+                                       ("f32", "f16", "bf16", "i8", "i32", "i64", "index"))
+bool_ = DType("bool")
+_DTYPES = {d.name: d for d in (f32, f16, bf16, i8, i32, i64, index, bool_)}
+
+
+class TensorType:
+    """A parameter's type: direction, dims (ints or symbol names) and dtype."""
+
+    def __init__(self, direction, dims, dtype):
+        self.direction, self.dims, self.dtype = direction, dims, dtype
+
+    def text(self):
+        dims = "x".join(f"{{{d}}}" if isinstance(d, str) else str(d) for d in self.dims)
+        return f"tensor<{dims + 'x' if dims else ''}{self.dtype.name}>"
+
+
+class _Direction:
+    def __init__(self, name):
+        self.name = name
+
+    def __getitem__(self, spec):
+        spec = spec if isinstance(spec, tuple) else (spec,)
+        *dims, dtype = spec
+        if not isinstance(dtype, DType) or not all(isinstance(d, (int, str)) for d in dims):
+            raise errors.CompileError(f"pl.{self.name.capitalize()}[dims..., dtype]: dims are ints "
+                                      f"or symbol names, the last item a pl dtype; got {spec!r}")
+        return TensorType(self.name, list(dims), dtype)
+
+
+In, Out, InOut = _Direction("in"), _Direction("out"), _Direction("inout")
+
+_OPS = _core.op_names()
+TENSOR_OPS = sorted(n[len("tensor."):] for n in _OPS if n.startswith("tensor."))
+TILE_OPS = sorted(n[len("tile."):] for n in _OPS if n.startswith("tile."))
+
+
+def _marker(name):
+    def call(*args, **kwargs):
+        raise errors.CompileError(f"pl.{name} is part of the kernel language: call it inside an "
+                                  "@ptox.jit function")
+    call.__name__ = name
+    return call
+
+
+class _Namespace:
+    pass
+
+
+# pl.<op> for every tensor op, pl.tile.<op> for every tile op (generated from ops.def), and the
+# statements of the language. Outside @ptox.jit they only raise.
+for _name in TENSOR_OPS:
+    globals()[_name] = _marker(_name)
+tile = _Namespace()
+for _name in TILE_OPS:
+    setattr(tile, _name, _marker("tile." + _name))
+range = _marker("range")  # noqa: A001 - the language's loop, as Triton's tl.range
+incore = _marker("incore")
+load = _marker("load")
+store = _marker("store")
+full = _marker("full")
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+_ARITH_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "rem"}
+_COMPARES = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
+             ast.GtE: "ge"}
+
+
+class _Value:
+    """An SSA value of the function being built: its %name and its kind."""
+
+    def __init__(self, name, kind):
+        self.name, self.kind = name, kind  # kind: "tensor", "tile" or "scalar"
+
+    def __str__(self):
+        return "%" + self.name
+
+
+class _Builder(ast.NodeVisitor):
+    """Walks one function's AST and writes its .pto text, remembering for every line the Python
+    position it came from (CompileError messages point at the Python source)."""
+
+    def __init__(self, fn, filename, first_line):
+        self.fn, self.filename, self.first_line = fn, filename, first_line
+        self.lines, self.line_map = [], {}  # text line number (1-based) -> Python (line, col)
+        self.env, self.names, self.depth = {}, set(), 1
+        self.globals = fn.__globals__
+        self.outputs = []
+
+    # ---- errors and text ----------------------------------------------------------------------
+    def where(self, node):
+        return f"{self.filename}:{node.lineno + self.first_line - 1}:{node.col_offset + 1}"
+
+    def fail(self, node, message):
+        raise errors.CompileError(f"{self.where(node)}: error: {message}")
+
+    def emit(self, node, text):
+        self.lines.append("  " * self.depth + text)
+        self.line_map[len(self.lines)] = self.where(node) if node is not None else None
+
+    def fresh(self, hint):
+        base = hint if hint.isidentifier() else "t"
+        name, k = base, 0
+        while name in self.names:
+            k += 1
+            name = f"{base}_{k}"
+        self.names.add(name)
+        return name
+
+    # ---- the signature ------------------------------------------------------------------------
+    def signature(self, node):
+        params = []
+        for a in node.args.args:
+            if a.annotation is None:
+                self.fail(a, f"parameter '{a.arg}' needs a type: pl.In[dims..., dtype], pl.Out"
+                             "[...], pl.InOut[...], or a scalar pl.index / pl.i32 / pl.f32")
+            t = self.annotation(a.annotation)
+            self.names.add(a.arg)
+            if isinstance(t, TensorType):
+                params.append(f"%{a.arg}: {t.direction} {t.text()}")
+                self.env[a.arg] = _Value(a.arg, "tensor")
+            else:
+                params.append(f"%{a.arg}: in {t.name}")
+                self.env[a.arg] = _Value(a.arg, "scalar")
+        if node.returns is not None:
+            ret = node.returns
+            items = ret.elts if isinstance(ret, ast.Tuple) else [ret]
+            for k, item in enumerate(items):
+                t = self.annotation(item)
+                if not isinstance(t, TensorType) or t.direction != "out":
+                    self.fail(item, "a return annotation is pl.Out[dims..., dtype] (or a tuple)")
+                name = self.fresh("out" if len(items) == 1 else f"out{k}")
+                params.append(f"%{name}: out {t.text()}")
+                self.outputs.append(name)
+        return params
+
+    def annotation(self, node):
+        try:
+            value = eval(compile(ast.Expression(node), self.filename, "eval"), self.globals)
+        except Exception as e:  # noqa: BLE001 - any failure is the user's annotation
+            self.fail(node, f"cannot evaluate the annotation: {e}")
+        if not isinstance(value, (TensorType, DType)):
+            self.fail(node, f"an annotation is pl.In / pl.Out / pl.InOut[...] or a pl dtype, got "
+                            f"{value!r}")
+        return value
+
+    # ---- statements ---------------------------------------------------------------------------
+    def body(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s):
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+                self.fail(s, "assign to one name (x = ...)")
+            self.env[s.targets[0].id] = self.expr(s.value, hint=s.targets[0].id)
+        elif isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return  # a docstring
+            self.expr(s.value, statement=True)
+        elif isinstance(s, ast.Return):
+            self.ret(s)
+        elif isinstance(s, ast.For):
+            self.loop(s)
+        elif isinstance(s, ast.With):
+            self.with_(s)
+        elif isinstance(s, ast.If):
+            self.if_(s)
+        elif isinstance(s, ast.Pass):
+            pass
+        else:
+            self.fail(s, f"{type(s).__name__} statements are not part of the ptox language (it has "
+                         "assignments, return, for over pl.range, if, with pl.incore())")
+
+    def ret(self, s):
+        if s.value is None:
+            return
+        values = s.value.elts if isinstance(s.value, ast.Tuple) else [s.value]
+        if len(values) != len(self.outputs):
+            self.fail(s, f"return gives {len(values)} values, the return annotation declares "
+                         f"{len(self.outputs)}")
+        for v, name in zip(values, self.outputs):
+            self.emit(s, f"tensor.store {self.operand(v)}, %{name}")
+
+    def loop(self, s):
+        call = s.iter
+        if not (isinstance(call, ast.Call) and self.is_lang(call.func, "range")):
+            self.fail(s, "loops are `for i in pl.range(lo, hi, step, parallel=...)`")
+        if not isinstance(s.target, ast.Name) or s.orelse:
+            self.fail(s, "a loop binds one name and has no else")
+        args = [self.operand(a) for a in call.args]
+        if not 1 <= len(args) <= 3:
+            self.fail(call, "pl.range(hi), pl.range(lo, hi) or pl.range(lo, hi, step)")
+        lo, hi, step = (["0"] + args + ["1"])[:3] if len(args) == 1 else (args + ["1"])[:3]
+        kind = ""
+        for kw in call.keywords:
+            if kw.arg == "parallel" and self.const(kw.value):
+                kind = " parallel"
+            elif kw.arg == "unroll" and self.const(kw.value):
+                kind = " unroll"
+            elif kw.arg not in ("parallel", "unroll"):
+                self.fail(kw, f"pl.range takes parallel= and unroll=, not {kw.arg}=")
+        iv = self.fresh(s.target.id)
+        self.emit(s, f"for %{iv} = {lo} to {hi} step {step}{kind} {{")
+        self.scoped(s.body, {s.target.id: _Value(iv, "scalar")})
+        self.emit(None, "}")
+
+    def scoped(self, stmts, bind=None):
+        """A nested block: names assigned inside are not seen after it."""
+        saved = dict(self.env)
+        self.env.update(bind or {})
+        self.depth += 1
+        self.body(stmts)
+        self.depth -= 1
+        self.env = saved
+
+    def with_(self, s):
+        if len(s.items) != 1 or not (isinstance(s.items[0].context_expr, ast.Call) and
+                                     self.is_lang(s.items[0].context_expr.func, "incore")):
+            self.fail(s, "the only with-statement is `with pl.incore():`")
+        self.emit(s, "incore {")
+        self.scoped(s.body)
+        self.emit(None, "}")
+
+    def if_(self, s):
+        cond = self.operand(s.test)
+        self.emit(s, f"if {cond} {{")
+        self.scoped(s.body)
+        if s.orelse:
+            self.emit(None, "} else {")
+            self.scoped(s.orelse)
+        self.emit(None, "}")
+
+    # ---- expressions --------------------------------------------------------------------------
+    def is_lang(self, node, name):
+        """Whether `node` names pl.<name> (or tile.<name> for a dotted name)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        root = self.globals.get(node.id)
+        import sys
+        if root is not sys.modules[__name__]:
+            return False
+        return ".".join(reversed(parts)) == name
+
+    def lang_name(self, node):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        import sys
+        if isinstance(node, ast.Name) and self.globals.get(node.id) is sys.modules[__name__]:
+            return ".".join(reversed(parts))
+        return None
+
+    def const(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self.const(node.operand)
+            if v is not None and not isinstance(v, bool):
+                return -v
+        return None
+
+    def operand(self, node):
+        """An operand's text: an immediate or a %value."""
+        c = self.const(node)
+        if c is not None:
+            if isinstance(c, bool):
+                return "1" if c else "0"
+            return repr(float(c)) if isinstance(c, float) else str(c)
+        return str(self.expr(node))
+
+    def op(self, node, name, operands, attrs=None, type_text=None, hint="t", result=True):
+        attr = ""
+        if attrs:
+            attr = " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}"
+        ty = f" : {type_text}" if type_text else ""
+        if not result:
+            self.emit(node, f"{name} {', '.join(operands)}{attr}{ty}")
+            return None
+        value = _Value(self.fresh(hint), "tile" if name.startswith("tile.") else
+                       "scalar" if name.startswith("arith.") else "tensor")
+        self.emit(node, f"%{value.name} = {name} {', '.join(operands)}{attr}{ty}")
+        return value
+
+    def kind_of(self, node):
+        c = self.const(node)
+        if c is not None:
+            return "imm"
+        return self.expr(node).kind
+
+    def expr(self, node, hint="t", statement=False):
+        if isinstance(node, ast.Name):
+            if node.id not in self.env:
+                self.fail(node, f"'{node.id}' is not defined here (names assigned in a loop, if or "
+                                "incore body are not seen after it)")
+            return self.env[node.id]
+        if isinstance(node, ast.BinOp):
+            return self.binop(node, hint)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            x = self.expr(node.operand)
+            if x.kind == "scalar":
+                return self.op(node, "arith.sub", ["0", str(x)], hint=hint)
+            return self.op(node, f"{x.kind}.neg", [str(x)], hint=hint)
+        if isinstance(node, ast.Compare):
+            return self.compare(node, hint)
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            x = self.expr(node.value)
+            if x.kind == "tile":
+                return self.op(node, "tile.transpose", [str(x)], hint=hint)
+            return self.op(node, "tensor.transpose", [str(x)], hint=hint)
+        if isinstance(node, ast.Call):
+            return self.call(node, hint, statement)
+        if self.const(node) is not None:
+            self.fail(node, "a constant is an operand of an op here, not a value of its own")
+        self.fail(node, f"{type(node).__name__} expressions are not part of the ptox language")
+
+    def binop(self, node, hint):
+        if isinstance(node.op, ast.MatMult):
+            a, b = self.expr(node.left), self.expr(node.right)
+            return self.op(node, f"{a.kind}.matmul", [str(a), str(b)], hint=hint)
+        kinds = {self.kind_of(node.left), self.kind_of(node.right)}
+        level = "tensor" if "tensor" in kinds else "tile" if "tile" in kinds else "arith"
+        table = _ARITH_BINOPS if level == "arith" else _BINOPS
+        if type(node.op) not in table:
+            self.fail(node, f"operator {type(node.op).__name__} is not defined on {level} values")
+        return self.op(node, f"{level}.{table[type(node.op)]}",
+                       [self.operand(node.left), self.operand(node.right)], hint=hint)
+
+    def compare(self, node, hint):
+        if len(node.ops) != 1:
+            self.fail(node, "chained comparisons are not part of the language: use two")
+        kinds = {self.kind_of(node.left), self.kind_of(node.comparators[0])}
+        level = "tile" if "tile" in kinds else "arith" if "tensor" not in kinds else None
+        if level is None:
+            self.fail(node, "comparisons of tensors are tile-level (pl.tile.lt, ...) in this "
+                            "release")
+        return self.op(node, f"{level}.{_COMPARES[type(node.ops[0])]}",
+                       [self.operand(node.left), self.operand(node.comparators[0])], hint=hint)
+
+    def call(self, node, hint, statement):
+        name = self.lang_name(node.func)
+        if name is None:
+            self.fail(node, "only pl.* ops can be called inside @ptox.jit")
+        attrs, type_text = {}, None
+        for kw in node.keywords:
+            if kw.arg in ("shape", "dtype"):
+                continue
+            value = self.const(kw.value)
+            if value is None and isinstance(kw.value, ast.Constant):
+                value = kw.value.value
+            if value is None:
+                self.fail(kw, f"{kw.arg}= takes a constant")
+            attrs[kw.arg] = value
+        if name in ("load", "store", "full"):
+            return self.tile_memory(node, name, attrs, hint)
+        if name.startswith("tile."):
+            op = name
+        elif name in TENSOR_OPS:
+            op = "tensor." + name
+        else:
+            self.fail(node, f"pl.{name} is no ptox op (tensor ops: pl.<name>, tile ops: "
+                            "pl.tile.<name>; see docs/ops.md)")
+        dtype = self.keyword(node, "dtype")
+        shape = self.keyword(node, "shape")
+        if op in ("tensor.slice", "tile.slice"):  # pl.slice(x, [offsets...], shape=(...))
+            if len(node.args) != 2 or shape is None:
+                self.fail(node, f"pl.{name}(x, [offsets...], shape=(sizes...))")
+            x = self.operand(node.args[0])
+            type_text = self.result_type(node, op, [x], shape, dtype)
+            v = _Value(self.fresh(hint), op.split(".")[0])
+            self.emit(node, f"%{v.name} = {op} {x}[{self.offsets(node.args[1])}] : {type_text}")
+            return v
+        operands = [self.operand(a) for a in node.args]
+        if op in ("tensor.cast", "tile.cast", "tensor.reshape", "tile.reshape", "tensor.empty"):
+            type_text = self.result_type(node, op, operands, shape, dtype)
+        no_result = op in ("tensor.store", "tile.store")
+        return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)
+
+    def keyword(self, node, name):
+        for kw in node.keywords:
+            if kw.arg == name:
+                if name == "dtype":
+                    d = self.annotation(kw.value)
+                    if not isinstance(d, DType):
+                        self.fail(kw, "dtype= takes a pl dtype")
+                    return d
+                try:
+                    return ast.literal_eval(kw.value)
+                except ValueError:
+                    self.fail(kw, f"{name}= takes a tuple of ints (and symbol names)")
+        return None
+
+    def result_type(self, node, op, operands, shape, dtype):
+        """The result type an op that does not infer it writes: from shape= and dtype=, the rest
+        from the operand's type as the verifier inferred it."""
+        level = op.split(".")[0]
+        if shape is None or dtype is None:
+            src = self.type_of(node, operands[0]) if operands else None
+            if src is None:
+                self.fail(node, f"{op} needs shape= and dtype=")
+            src_dims, src_dtype = _parse_type(src)
+            shape = src_dims if shape is None else list(shape)
+            dtype = dtype or _DTYPES[src_dtype]
+        dims = "x".join(f"{{{d}}}" if isinstance(d, str) else str(d) for d in shape)
+        return f"{level}<{dims + 'x' if dims else ''}{dtype.name}>"
+
+    def type_of(self, node, operand):
+        """The verifier's type of %value: parse what was written so far, closed."""
+        name = operand.lstrip("%")
+        text = self.text(closing=True)
+        try:
+            types = _core.Program.parse(text, self.filename).value_types()
+        except errors.Error as e:
+            self.fail(node, f"cannot type the operand: {e}")
+        return types.get(name)
+
+    def tile_memory(self, node, name, attrs, hint):
+        if name == "load":  # pl.load(t, [i, j], shape=(R, C)[, pad=v])
+            if len(node.args) != 2:
+                self.fail(node, "pl.load(tensor, [offsets...], shape=(rows, cols), pad=...)")
+            t = self.operand(node.args[0])
+            offsets = self.offsets(node.args[1])
+            shape = self.keyword(node, "shape")
+            if shape is None:
+                self.fail(node, "pl.load needs shape=(rows, cols)")
+            dims, dtype = _parse_type(self.type_of(node, t))
+            ty = "tile<" + "x".join(str(d) for d in shape) + f"x{dtype}>"
+            attr = " {" + ", ".join(f"{k} = {_attr(float(v))}" for k, v in attrs.items()) + "}" \
+                if attrs else ""
+            v = _Value(self.fresh(hint), "tile")
+            self.emit(node, f"%{v.name} = tile.load {t}[{offsets}]{attr} : {ty}")
+            return v
+        if name == "store":  # pl.store(value, dst) or pl.store(tile, dst, [i, j])
+            if len(node.args) == 2:
+                self.emit(node, f"tensor.store {self.operand(node.args[0])}, "
+                                f"{self.operand(node.args[1])}")
+            elif len(node.args) == 3:
+                self.emit(node, f"tile.store {self.operand(node.args[0])}, "
+                                f"{self.operand(node.args[1])}[{self.offsets(node.args[2])}]")
+            else:
+                self.fail(node, "pl.store(value, tensor) or pl.store(tile, tensor, [offsets...])")
+            return None
+        # pl.full(value, shape=(R, C), dtype=pl.f32)
+        shape, dtype = self.keyword(node, "shape"), self.keyword(node, "dtype") or f32
+        if len(node.args) != 1 or shape is None:
+            self.fail(node, "pl.full(value, shape=(rows, cols), dtype=pl.f32)")
+        ty = "tile<" + "x".join(str(d) for d in shape) + f"x{dtype.name}>"
+        v = _Value(self.fresh(hint), "tile")
+        self.emit(node, f"%{v.name} = tile.full {self.operand(node.args[0])} : {ty}")
+        return v
+
+    def offsets(self, node):
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            self.fail(node, "offsets are a list: [i, 0]")
+        return ", ".join(self.operand(e) for e in node.elts)
+
+    def text(self, closing=False):
+        head = f"func @{self.fn.__name__}({', '.join(self.params)}) {{"
+        body = list(self.lines)
+        if closing:
+            body += ["}"] * (self.depth - 1)
+        return "\n".join([head] + body + ["}"]) + "\n"
+
+
+def _attr(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _parse_type(text):
+    """("tensor<{N}x64xf32>") -> (["N", 64], "f32")."""
+    inner = text[text.index("<") + 1:-1]
+    parts = inner.split("x")
+    dims = [p[1:-1] if p.startswith("{") else int(p) for p in parts[:-1]]
+    return dims, parts[-1]
+
+
+def translate(fn):
+    """The .pto text of a Python function and a map from text lines to Python positions."""
+    if fn.__code__.co_freevars:
+        raise errors.CompileError(f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: error: "
+                                  f"@ptox.jit functions cannot close over local variables "
+                                  f"({', '.join(fn.__code__.co_freevars)})")
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except OSError as e:
+        raise errors.CompileError(f"cannot read the source of {fn.__name__}: {e}") from None
+    filename = fn.__code__.co_filename
+    first_line = fn.__code__.co_firstlineno
+    tree = ast.parse(source)
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise errors.CompileError(f"{filename}:{first_line}: error: @ptox.jit takes a function")
+    b = _Builder(fn, filename, first_line)
+    b.params = b.signature(node)
+    b.body(node.body)
+    return b.text(), b.line_map

@@ -1,0 +1,197 @@
+// ptox._core: the Python bindings, over the public C++ API only (include/ptox), as the CLI is.
+// Tensors cross zero-copy: a kernel reads and writes the caller's buffers (numpy, torch, anything
+// with __dlpack__). Errors become the exceptions of ptox.errors by StatusCode.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptox/ptox.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+// A failed Status, raised as the ptox.errors class for its code (see RaiseFor).
+struct StatusError {
+  ptox::StatusCode code;
+  std::string message;
+};
+
+[[noreturn]] void Raise(const ptox::Status& s) { throw StatusError{s.code(), s.message()}; }
+
+template <typename T>
+T Take(ptox::Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(*r);
+}
+
+const char* ErrorClass(ptox::StatusCode code) {
+  switch (code) {
+    case ptox::StatusCode::kInvalid: return "InvalidError";
+    case ptox::StatusCode::kUnsupported: return "UnsupportedError";
+    case ptox::StatusCode::kToolchain: return "ToolchainError";
+    case ptox::StatusCode::kRuntime: return "KernelError";
+    default: return "InternalError";
+  }
+}
+
+std::string DirName(ptox::ParamDirection d) {
+  return d == ptox::ParamDirection::kIn ? "in" : d == ptox::ParamDirection::kOut ? "out" : "inout";
+}
+
+// One parameter as a dict: name, dir, is_tensor, dtype, dims (ints, or str for symbols).
+nb::dict ParamDict(const ptox::ParamInfo& p) {
+  nb::dict d;
+  d["name"] = p.name;
+  d["dir"] = DirName(p.dir);
+  d["is_tensor"] = p.is_tensor;
+  d["dtype"] = std::string(ptox::DTypeName(p.dtype));
+  nb::list dims;
+  for (const auto& dim : p.dims) {
+    if (dim.sym.empty()) dims.append(dim.size);
+    else dims.append(dim.sym);
+  }
+  d["dims"] = dims;
+  return d;
+}
+
+using Array = nb::ndarray<nb::device::cpu>;
+
+// A tensor argument: the caller's array, read as `dtype` (its own element size must match).
+ptox::Tensor TensorOf(const Array& a, const std::string& dtype) {
+  std::optional<ptox::DType> t = ptox::ParseDType(dtype);
+  if (!t) Raise({ptox::StatusCode::kInvalid, "unknown dtype '" + dtype + "'"});
+  if (static_cast<int>(a.itemsize()) != ptox::DTypeBytes(*t))
+    Raise({ptox::StatusCode::kInvalid, "an array of " + std::to_string(a.itemsize()) +
+                                           "-byte elements cannot be read as " + dtype});
+  ptox::Tensor out;
+  out.data = a.data();
+  out.dtype = *t;
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    out.shape.push_back(static_cast<int64_t>(a.shape(d)));
+    out.strides.push_back(static_cast<int64_t>(a.stride(d)));  // elements, as ptox takes them
+  }
+  return out;
+}
+
+// args: a list of (array, dtype) pairs, ints and floats, one per parameter in order.
+std::vector<ptox::Arg> ArgsOf(const nb::list& args) {
+  std::vector<ptox::Arg> out;
+  for (nb::handle h : args) {
+    if (nb::isinstance<nb::tuple>(h)) {
+      nb::tuple t = nb::cast<nb::tuple>(h);
+      out.emplace_back(TensorOf(nb::cast<Array>(t[0]), nb::cast<std::string>(t[1])));
+    } else if (nb::isinstance<nb::bool_>(h) || nb::isinstance<nb::int_>(h)) {
+      out.emplace_back(nb::cast<int64_t>(h));
+    } else if (nb::isinstance<nb::float_>(h)) {
+      out.emplace_back(nb::cast<double>(h));
+    } else {
+      Raise({ptox::StatusCode::kInvalid, "an argument must be an array, an int or a float, got " +
+                                             nb::cast<std::string>(nb::str(h.type()))});
+    }
+  }
+  return out;
+}
+
+ptox::Emit EmitOf(const std::string& emit) {
+  if (emit == "ir") return ptox::Emit::kIr;
+  if (emit == "source") return ptox::Emit::kSource;
+  if (emit == "binary") return ptox::Emit::kBinary;
+  Raise({ptox::StatusCode::kInvalid, "emit must be 'ir', 'source' or 'binary', got '" + emit + "'"});
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "ptox's C++ core (use the ptox package, not this module)";
+  m.attr("__version__") = PTOX_VERSION;
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      nb::object cls = nb::module_::import_("ptox.errors").attr(ErrorClass(e.code));
+      PyErr_SetObject(cls.ptr(), nb::str(e.message.c_str()).ptr());
+    }
+  });
+
+  nb::class_<ptox::Program>(m, "Program")
+      .def_static("parse", [](const std::string& text, const std::string& filename) {
+        return Take(ptox::Program::Parse(text, filename));
+      }, nb::arg("text"), nb::arg("filename") = "<input>")
+      .def_static("from_file", [](const std::string& path) {
+        return Take(ptox::Program::FromFile(path));
+      })
+      .def("text", &ptox::Program::ToText)
+      .def("function_names", &ptox::Program::FunctionNames)
+      .def("params", [](const ptox::Program& p, const std::string& function) {
+        nb::list out;
+        for (const ptox::ParamInfo& i : Take(p.Params(function))) out.append(ParamDict(i));
+        return out;
+      }, nb::arg("function") = "")
+      .def("value_types", [](const ptox::Program& p, const std::string& function) {
+        nb::dict out;
+        for (const auto& [name, type] : Take(p.ValueTypes(function))) out[name.c_str()] = type;
+        return out;
+      }, nb::arg("function") = "");
+
+  m.def("run", [](const ptox::Program& program, const nb::list& args, const std::string& target,
+                  const std::string& function, int threads, bool check_nan, bool fuse) {
+    std::vector<ptox::Arg> values = ArgsOf(args);
+    ptox::RunOptions options;
+    options.target = target;
+    options.function = function;
+    options.num_threads = threads;
+    options.check_nan = check_nan;
+    options.fuse = fuse;
+    ptox::Status s;
+    {
+      nb::gil_scoped_release unlocked;  // the caller's arrays stay alive: `args` holds them
+      s = ptox::Run(program, values, options);
+    }
+    if (!s.ok()) Raise(s);
+  }, nb::arg("program"), nb::arg("args"), nb::arg("target") = "cpu", nb::arg("function") = "",
+     nb::arg("threads") = 0, nb::arg("check_nan") = false, nb::arg("fuse") = true);
+
+  m.def("compile", [](const ptox::Program& program, const std::string& target,
+                      const std::string& function, const std::string& emit, bool fuse) {
+    ptox::CompileOptions options;
+    options.target = target;
+    options.function = function;
+    options.emit = EmitOf(emit);
+    options.fuse = fuse;
+    ptox::Result<std::string> r = std::string();
+    {
+      nb::gil_scoped_release unlocked;  // a compile takes a while: other threads may run
+      r = ptox::Compile(program, options);
+    }
+    return Take(std::move(r));
+  }, nb::arg("program"), nb::arg("target") = "cpu", nb::arg("function") = "",
+     nb::arg("emit") = "source", nb::arg("fuse") = true);
+
+  m.def("stages", [](const ptox::Program& program, const std::string& target, bool fuse) {
+    std::vector<std::pair<std::string, std::string>> out;
+    ptox::TransformOptions options;
+    options.passes = ptox::DefaultPipeline(fuse);
+    options.target = target;
+    options.after_pass = [&](std::string_view pass, const std::string& text) {
+      out.emplace_back(std::string(pass), text);
+    };
+    Take(ptox::Transform(program, options));
+    return out;
+  }, nb::arg("program"), nb::arg("target") = "cpu", nb::arg("fuse") = true);
+
+  m.def("reorder_bound", [](const ptox::Program& program, const nb::list& args,
+                            const std::string& function) {
+    return Take(ptox::ReorderBound(program, function, ArgsOf(args)));
+  }, nb::arg("program"), nb::arg("args"), nb::arg("function") = "");
+  m.def("available_targets", &ptox::AvailableTargets);
+  m.def("op_names", &ptox::OpNames);
+  m.def("cache_dir", &ptox::CacheDir);
+}

@@ -1,0 +1,139 @@
+"""@ptox.jit: Python functions compiled from their AST into the IR the text form makes."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import ptox
+import ptox.lang as pl
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTOX_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@ptox.jit
+def scale_add(x: pl.In["N", 16, pl.f32], y: pl.In["N", 16, pl.f32]) -> pl.Out["N", 16, pl.f32]:
+    return x * 2.0 + y
+
+
+@ptox.jit
+def rmsnorm(x: pl.In["N", 64, pl.f32], w: pl.In[64, pl.f32]) -> pl.Out["N", 64, pl.f32]:
+    return pl.rmsnorm(x, w, eps=1e-6)
+
+
+@ptox.jit
+def attention(q: pl.In["S", 32, pl.f32], k: pl.In["S", 32, pl.f32],
+              v: pl.In["S", 32, pl.f32]) -> pl.Out["S", 32, pl.f32]:
+    s = pl.matmul(q, k, transpose_b=True)
+    p = pl.softmax(s * 0.125)
+    return p @ v
+
+
+@ptox.jit
+def tile_add(a: pl.In["N", 128, pl.f32], b: pl.In["N", 128, pl.f32], c: pl.Out["N", 128, pl.f32],
+             n: pl.index):
+    for i in pl.range(0, n, 16, parallel=True):
+        with pl.incore():
+            ta = pl.load(a, [i, 0], shape=(16, 128))
+            tb = pl.load(b, [i, 0], shape=(16, 128))
+            pl.store(pl.tile.exp(ta) + tb, c, [i, 0])
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+@pytest.mark.parametrize("rows", [1, 7, 513])
+def test_operators_match_numpy(target, rows):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 16), dtype=np.float32)
+    y = rng.standard_normal((rows, 16), dtype=np.float32)
+    np.testing.assert_array_equal(scale_add(x, y, target=target), x * np.float32(2) + y)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 513])
+def test_composites_and_matmul_match_numpy(rows):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 64), dtype=np.float32)
+    w = rng.standard_normal(64, dtype=np.float32)
+    ref = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(rmsnorm(x, w, check=True), ref, rtol=2e-5, atol=2e-6)
+    q, k, v = (rng.standard_normal((rows, 32), dtype=np.float32) for _ in range(3))
+    ref = softmax_ref((q @ k.T) * 0.125) @ v
+    np.testing.assert_allclose(attention(q, k, v, check=True), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_tile_level_loops_loads_and_stores():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 128), dtype=np.float32)
+    b = rng.standard_normal((40, 128), dtype=np.float32)
+    c = np.zeros_like(a)
+    tile_add(a, b, c, 40, check=True)  # 40 rows: the last tile is partial
+    np.testing.assert_allclose(c, np.exp(a) + b, rtol=1e-6, atol=1e-6)  # exp: <= 2 ulp
+
+
+def test_ir_parses_back_to_the_same_program():
+    for f in (scale_add, rmsnorm, attention, tile_add):
+        text = f.ir()
+        assert ptox.parse(text).ir() == ptox.parse(ptox.parse(text).ir()).ir()
+        assert "for %i = 0 to %n step 16 parallel" in tile_add.ir()
+
+
+def test_an_ill_typed_expression_is_reported_at_its_python_line():
+    def bad(x: pl.In["N", 16, pl.f32], w: pl.In[8, pl.f32]) -> pl.Out["N", 16, pl.f32]:
+        y = pl.exp(x)
+        return y + w  # 16 vs 8: no broadcast
+
+    line = inspect.getsourcelines(bad)[1] + 2
+    with pytest.raises(ptox.CompileError) as e:
+        ptox.jit(bad)
+    assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("    while True:\n        pass\n", "While statements are not part of the ptox language"),
+    ("    return zz\n", "'zz' is not defined"),
+    ("    return print(x)\n", "only pl.* ops"),
+    ("    return pl.nonexistent(x)\n", "pl.nonexistent is no ptox op"),
+])
+def test_unsupported_python_is_a_clear_compile_error(body, message, tmp_path):
+    src = ("import ptox.lang as pl\n\n"
+           "def f(x: pl.In[\"N\", 4, pl.f32]) -> pl.Out[\"N\", 4, pl.f32]:\n" + body)
+    path = tmp_path / "user_kernel.py"
+    path.write_text(src)
+    scope = {}
+    exec(compile(src, str(path), "exec"), scope)
+    with pytest.raises(ptox.CompileError, match=message) as e:
+        ptox.jit(scope["f"])
+    assert "user_kernel.py:4:" in str(e.value), str(e.value)
+
+
+def test_closures_are_refused():
+    scale = 2.0
+
+    def f(x: pl.In[4, pl.f32]) -> pl.Out[4, pl.f32]:
+        return x * scale
+
+    with pytest.raises(ptox.CompileError, match="close over"):
+        ptox.jit(f)
+
+
+def test_a_run_time_error_points_at_the_python_line():
+    @ptox.jit
+    def window(x: pl.In[8, pl.f32], o: pl.index, y: pl.Out[4, pl.f32]):
+        pl.store(pl.slice(x, [o], shape=(4,)), y)
+
+    with pytest.raises(ptox.KernelError, match="tensor.slice"):
+        window(np.ones(8, np.float32), 6, np.zeros(4, np.float32), target="interp")
+
+
+def test_the_op_surface_is_generated_from_the_cpp_op_list():
+    assert "softmax" in pl.TENSOR_OPS and "row_expand_mul" in pl.TILE_OPS
+    assert callable(pl.softmax) and callable(pl.tile.row_expand_mul)
+    with pytest.raises(ptox.CompileError, match="inside an @ptox.jit function"):
+        pl.softmax(1)
