@@ -80,6 +80,22 @@ ptox::Tensor TensorOf(const Array& a, const std::string& dtype) {
   return out;
 }
 
+// The ptox dtype of an array's elements as DLPack describes them (none for other types).
+std::optional<ptox::DType> DTypeOf(const Array& a) {
+  const nb::dlpack::dtype t = a.dtype();
+  using Code = nb::dlpack::dtype_code;
+  const auto code = static_cast<Code>(t.code);
+  if (t.lanes != 1) return std::nullopt;
+  if (code == Code::Float && t.bits == 32) return ptox::DType::kF32;
+  if (code == Code::Float && t.bits == 16) return ptox::DType::kF16;
+  if (code == Code::Bfloat && t.bits == 16) return ptox::DType::kBF16;
+  if (code == Code::Int && t.bits == 8) return ptox::DType::kI8;
+  if (code == Code::Int && t.bits == 32) return ptox::DType::kI32;
+  if (code == Code::Int && t.bits == 64) return ptox::DType::kI64;
+  if (code == Code::Bool && t.bits == 8) return ptox::DType::kBool;
+  return std::nullopt;
+}
+
 // args: a list of (array, dtype) pairs, ints and floats, one per parameter in order.
 std::vector<ptox::Arg> ArgsOf(const nb::list& args) {
   std::vector<ptox::Arg> out;
@@ -158,6 +174,41 @@ NB_MODULE(_core, m) {
     if (!s.ok()) Raise(s);
   }, nb::arg("program"), nb::arg("args"), nb::arg("target") = "cpu", nb::arg("function") = "",
      nb::arg("threads") = 0, nb::arg("check_nan") = false, nb::arg("fuse") = true);
+
+  // The fast path of a call: every argument given, arrays as they are (their dtype from DLPack).
+  // Returns False, having run nothing, when an array's dtype needs the Python path (a numpy
+  // bfloat16 array); raises like run otherwise.
+  m.def("run_direct", [](const ptox::Program& program, const nb::tuple& args,
+                         const std::string& target, const std::string& function, int threads) {
+    std::vector<ptox::Arg> values;
+    values.reserve(args.size());
+    for (nb::handle h : args) {
+      Array a;
+      if (nb::try_cast<Array>(h, a, /*convert=*/false)) {
+        std::optional<ptox::DType> t = DTypeOf(a);
+        if (!t) return false;
+        values.emplace_back(TensorOf(a, std::string(ptox::DTypeName(*t))));
+      } else if (nb::isinstance<nb::bool_>(h) || nb::isinstance<nb::int_>(h)) {
+        values.emplace_back(nb::cast<int64_t>(h));
+      } else if (nb::isinstance<nb::float_>(h)) {
+        values.emplace_back(nb::cast<double>(h));
+      } else {
+        return false;  // the Python path explains what is wrong with it
+      }
+    }
+    ptox::RunOptions options;
+    options.target = target;
+    options.function = function;
+    options.num_threads = threads;
+    ptox::Status s;
+    {
+      nb::gil_scoped_release unlocked;
+      s = ptox::Run(program, values, options);
+    }
+    if (!s.ok()) Raise(s);
+    return true;
+  }, nb::arg("program"), nb::arg("args"), nb::arg("target"), nb::arg("function"),
+     nb::arg("threads"));
 
   m.def("compile", [](const ptox::Program& program, const std::string& target,
                       const std::string& function, const std::string& emit, bool fuse) {
