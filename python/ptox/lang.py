@@ -116,6 +116,7 @@ class _Builder(ast.NodeVisitor):
         self.fn, self.filename, self.first_line = fn, filename, first_line
         self.lines, self.line_map = [], {}  # text line number (1-based) -> Python (line, col)
         self.env, self.names, self.depth = {}, set(), 1
+        self.closers = []  # what closes each open block, for the type probe (type_of)
         self.globals = fn.__globals__
         self.outputs = []
 
@@ -233,34 +234,70 @@ class _Builder(ast.NodeVisitor):
             elif kw.arg not in ("parallel", "unroll"):
                 self.fail(kw, f"pl.range takes parallel= and unroll=, not {kw.arg}=")
         iv = self.fresh(s.target.id)
-        self.emit(s, f"for %{iv} = {lo} to {hi} step {step}{kind} {{")
-        self.scoped(s.body, {s.target.id: _Value(iv, "scalar")})
+        # Names defined before the loop and assigned in its body are carried: iteration k reads
+        # what iteration k - 1 assigned (an IR iter argument), and after the loop the name is
+        # the loop's result.
+        carried = [n for n in _assigned(s.body) if n in self.env and n != s.target.id]
+        bind = {s.target.id: _Value(iv, "scalar")}
+        inits, params, results = [], [], []
+        for n in carried:
+            inits.append(str(self.env[n]))
+            param = _Value(self.fresh(n), self.env[n].kind)
+            params.append(param)
+            bind[n] = param
+            results.append(_Value(self.fresh(n), self.env[n].kind))
+        head = f"for %{iv} = {lo} to {hi} step {step}{kind}"
+        if carried:
+            head = (", ".join(str(r) for r in results) + " = " + head + " iter(" +
+                    ", ".join(f"{p} = {i}" for p, i in zip(params, inits)) + ")")
+        self.emit(s, head + " {")
+        self.closers.append(("yield " + ", ".join(str(p) for p in params) + "\n" if carried
+                             else "") + "}")
+        yields = self.scoped(s.body, bind, carried)
+        self.closers.pop()
+        if carried:
+            self.emit(s, "  yield " + ", ".join(yields))
         self.emit(None, "}")
+        for n, r in zip(carried, results):
+            self.env[n] = r
 
-    def scoped(self, stmts, bind=None):
-        """A nested block: names assigned inside are not seen after it."""
+    def scoped(self, stmts, bind=None, carried=()):
+        """A nested block: names assigned inside are not seen after it. Returns the values the
+        `carried` names have at its end."""
         saved = dict(self.env)
         self.env.update(bind or {})
         self.depth += 1
         self.body(stmts)
         self.depth -= 1
+        out = [str(self.env[n]) for n in carried]
+        for n in _assigned(stmts):
+            if n in saved and n not in carried:
+                node = next(t for st in stmts if isinstance(st, ast.Assign) for t in st.targets
+                            if isinstance(t, ast.Name) and t.id == n)
+                self.fail(node, f"'{n}' is defined before this block and assigned in it: only a "
+                                "pl.range loop carries values out (an if or incore body cannot)")
         self.env = saved
+        return out
 
     def with_(self, s):
         if len(s.items) != 1 or not (isinstance(s.items[0].context_expr, ast.Call) and
                                      self.is_lang(s.items[0].context_expr.func, "incore")):
             self.fail(s, "the only with-statement is `with pl.incore():`")
         self.emit(s, "incore {")
+        self.closers.append("}")
         self.scoped(s.body)
+        self.closers.pop()
         self.emit(None, "}")
 
     def if_(self, s):
         cond = self.operand(s.test)
         self.emit(s, f"if {cond} {{")
+        self.closers.append("}")
         self.scoped(s.body)
         if s.orelse:
             self.emit(None, "} else {")
             self.scoped(s.orelse)
+        self.closers.pop()
         self.emit(None, "}")
 
     # ---- expressions --------------------------------------------------------------------------
@@ -495,8 +532,19 @@ class _Builder(ast.NodeVisitor):
         head = f"func @{self.fn.__name__}({', '.join(self.params)}) {{"
         body = list(self.lines)
         if closing:
-            body += ["}"] * (self.depth - 1)
+            body += list(reversed(self.closers))
         return "\n".join([head] + body + ["}"]) + "\n"
+
+
+def _assigned(stmts):
+    """The names the statements of a block assign (not those of blocks nested in it)."""
+    names = []
+    for s in stmts:
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                if isinstance(t, ast.Name) and t.id not in names:
+                    names.append(t.id)
+    return names
 
 
 def _attr(v):

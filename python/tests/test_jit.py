@@ -137,3 +137,37 @@ def test_the_op_surface_is_generated_from_the_cpp_op_list():
     assert callable(pl.softmax) and callable(pl.tile.row_expand_mul)
     with pytest.raises(ptox.CompileError, match="inside an @ptox.jit function"):
         pl.softmax(1)
+
+
+@ptox.jit
+def matmul_k_loop(a: pl.In[32, 256, pl.f32], b: pl.In[256, 64, pl.f32], c: pl.Out[32, 64, pl.f32]):
+    with pl.incore():
+        acc = pl.full(0.0, shape=(32, 64))
+        for k in pl.range(0, 256, 64):
+            ta = pl.load(a, [0, k], shape=(32, 64))
+            tb = pl.load(b, [k, 0], shape=(64, 64))
+            acc = pl.tile.matmul_acc(acc, ta, tb)
+        pl.store(acc, c, [0, 0])
+
+
+def test_loops_carry_values_assigned_in_their_body():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((32, 256), dtype=np.float32)
+    b = rng.standard_normal((256, 64), dtype=np.float32)
+    c = np.zeros((32, 64), np.float32)
+    matmul_k_loop(a, b, c, check=True)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert "iter(%acc_1 = %acc)" in matmul_k_loop.ir() and "yield %acc_3" in matmul_k_loop.ir()
+
+
+def test_assigning_an_outer_name_in_an_if_is_an_error():
+    def f(x: pl.In[4, pl.f32], n: pl.index) -> pl.Out[4, pl.f32]:
+        y = pl.exp(x)
+        if n > 0:
+            y = pl.neg(x)
+        return y
+
+    line = inspect.getsourcelines(f)[1] + 3  # y = pl.neg(x)
+    with pytest.raises(ptox.CompileError, match="only a pl.range loop carries") as e:
+        ptox.jit(f)
+    assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
