@@ -81,9 +81,17 @@ class Kernel:
         return self._call(_core.compile, self.program, target or self.target, self.function,
                           "source")
 
-    def stages(self, target=None):
-        """(pass, IR text) after every pass of the default pipeline."""
-        return self._call(_core.stages, self.program, target or self.target)
+    def stages(self, target=None, dump_dir=None):
+        """(pass, IR text) after every pass of the default pipeline; with dump_dir, also written
+        there as NN-<pass>.pto (as `ptox opt --dump-dir`)."""
+        stages = self._call(_core.stages, self.program, target or self.target)
+        if dump_dir is not None:
+            import os
+            os.makedirs(dump_dir, exist_ok=True)
+            for k, (name, text) in enumerate(stages, 1):
+                with open(os.path.join(dump_dir, f"{k:02d}-{name}.pto"), "w") as f:
+                    f.write(text)
+        return stages
 
     def _located(self, e):
         return self._where(str(e)) if self._where is not None else str(e)
@@ -175,10 +183,15 @@ class Kernel:
                 returned = [a for a, written in zip(full, self._written) if written]
                 return returned[0] if len(returned) == 1 else tuple(returned)
         core, returned = self._bind(args, out)
-        if check:
-            self._check(core, target, threads)
-        else:
-            self._call(_core.run, self.program, core, target, self.function, threads, check_nan)
+        try:
+            if check:
+                self._check(core, target, threads)
+            else:
+                _core.run(self.program, core, target, self.function, threads, check_nan)
+        except errors.InvalidError as e:  # arguments the core refused
+            raise errors.ShapeError(self._located(e)) from None
+        except errors.Error as e:
+            raise type(e)(self._located(e)) from None
         return returned[0] if len(returned) == 1 else tuple(returned)
 
     def _check(self, core, target, threads):

@@ -127,8 +127,10 @@ def test_shape_errors_name_the_parameter():
         k(a)
     with pytest.raises(ptox.InvalidError, match="dtype"):
         k(a, np.ones((3, 8), np.float64))
-    with pytest.raises(ptox.InvalidError):
+    with pytest.raises(ptox.ShapeError, match="alias"):
         k(a, a, out=a)  # an output aliasing an input
+    with pytest.raises(ptox.ShapeError, match="alias"):
+        k(a, a, a)
 
 
 def test_errors_are_the_documented_classes():
@@ -146,12 +148,15 @@ def test_errors_are_the_documented_classes():
             slice_prog(np.ones(8, np.float32), 6, target=target)
 
 
-def test_source_and_stages():
+def test_source_and_stages(tmp_path):
     k = ptox.parse(ADD)
     assert "ptox_entry" in k.source()
-    stages = k.stages()
+    stages = k.stages(dump_dir=tmp_path / "stages")
     assert [s for s, _ in stages][-1] == "plan-memory"
     assert all("func @add" in text for _, text in stages)
+    files = sorted(p.name for p in (tmp_path / "stages").iterdir())
+    assert files[0] == "01-lower-composites.pto" and files[-1].endswith("-plan-memory.pto")
+    assert ptox.parse((tmp_path / "stages" / files[-1]).read_text()).ir() == stages[-1][1]
 
 
 def test_version_is_the_cpp_projects():
