@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Quick start, command 1: set up, build in Release, run every example (each must end with OK).
+# Quick start, command 1: set up, build in Release, run every example (each must end with OK),
+# the .pto ones with the CLI, then the Python ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -7,3 +8,9 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target ptox_cli  # the CLI is all the examples need
 # Every example on the reference interpreter and natively on the best CPU target, with --check.
 bash scripts/run_examples.sh build/release/ptox "$@"
+# The same kernels written in Python (python/examples), through the installed package.
+.venv/bin/pip install -q --no-build-isolation .
+for f in python/examples/*.py; do
+  echo "== $f"
+  .venv/bin/python "$f"
+done

@@ -334,6 +334,21 @@ class _Builder(ast.NodeVisitor):
                 return -v
         return None
 
+    def constant(self, node, what):
+        """An attribute's value: a literal, or a constant expression of the function's globals
+        (`-math.inf`, `float("inf")`, a module-level EPS)."""
+        value = self.const(node)
+        if value is None and isinstance(node, ast.Constant):
+            value = node.value
+        if value is None:
+            try:
+                value = eval(compile(ast.Expression(node), self.filename, "eval"), self.globals)
+            except Exception:  # noqa: BLE001 - reported below as not a constant
+                value = None
+        if not isinstance(value, (bool, int, float, str)):
+            self.fail(node, f"{what}= takes a constant")
+        return value
+
     def operand(self, node):
         """An operand's text: an immediate or a %value."""
         c = self.const(node)
@@ -377,6 +392,13 @@ class _Builder(ast.NodeVisitor):
             return self.op(node, f"{x.kind}.neg", [str(x)], hint=hint)
         if isinstance(node, ast.Compare):
             return self.compare(node, hint)
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and
+                node.value.attr == "shape"):  # x.shape[d]: the size of a dim, at run time
+            d = self.const(node.slice)
+            if not isinstance(d, int):
+                self.fail(node, "x.shape[d] takes a constant dim")
+            return _Value(self.op(node, "tensor.dim", [str(self.expr(node.value.value)), str(d)],
+                                  hint=hint).name, "scalar")
         if isinstance(node, ast.Attribute) and node.attr == "T":
             x = self.expr(node.value)
             if x.kind == "tile":
@@ -419,12 +441,7 @@ class _Builder(ast.NodeVisitor):
         for kw in node.keywords:
             if kw.arg in ("shape", "dtype"):
                 continue
-            value = self.const(kw.value)
-            if value is None and isinstance(kw.value, ast.Constant):
-                value = kw.value.value
-            if value is None:
-                self.fail(kw, f"{kw.arg}= takes a constant")
-            attrs[kw.arg] = value
+            attrs[kw.arg] = self.constant(kw.value, kw.arg)
         if name in ("load", "store", "full"):
             return self.tile_memory(node, name, attrs, hint)
         if name.startswith("tile."):
@@ -436,6 +453,11 @@ class _Builder(ast.NodeVisitor):
                             "pl.tile.<name>; see docs/ops.md)")
         dtype = self.keyword(node, "dtype")
         shape = self.keyword(node, "shape")
+        if op == "tensor.cast" and node.args and self.kind_of(node.args[0]) == "scalar":
+            if dtype is None:
+                self.fail(node, "pl.cast(scalar, dtype=...) needs dtype=")
+            return self.op(node, "arith.cast", [self.operand(node.args[0])], type_text=dtype.name,
+                           hint=hint)
         if op in ("tensor.slice", "tile.slice"):  # pl.slice(x, [offsets...], shape=(...))
             if len(node.args) != 2 or shape is None:
                 self.fail(node, f"pl.{name}(x, [offsets...], shape=(sizes...))")
