@@ -100,16 +100,14 @@ class Kernel:
         try:
             return fn(*args, **kwargs)
         except errors.Error as e:
-            if self._where is not None:
-                raise type(e)(self._where(str(e))) from None
-            raise
+            raise type(e)(self._located(e)) from None
 
     def _bind(self, args, out):
-        """The argument list for the C++ core, the outputs to return, and the symbol values."""
+        """The argument list for the C++ core (outputs not given allocated, their symbolic dims
+        from the arguments' shapes) and the arrays the call returns."""
         params = self._params
         given = list(args)
         outs = [] if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
-
         if outs and len(given) + len(outs) != len(params):
             raise errors.ShapeError(f"{len(params)} parameters, got {len(given)} arguments and "
                                     f"{len(outs)} outputs")

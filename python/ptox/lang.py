@@ -16,6 +16,7 @@ level, ``pl.tile.<name>`` is ``tile.<name>``.
 
 import ast
 import inspect
+import sys
 import textwrap
 
 from . import _core
@@ -302,25 +303,15 @@ class _Builder(ast.NodeVisitor):
 
     # ---- expressions --------------------------------------------------------------------------
     def is_lang(self, node, name):
-        """Whether `node` names pl.<name> (or tile.<name> for a dotted name)."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return False
-        root = self.globals.get(node.id)
-        import sys
-        if root is not sys.modules[__name__]:
-            return False
-        return ".".join(reversed(parts)) == name
+        """Whether `node` names pl.<name> (name may be dotted: "tile.exp")."""
+        return self.lang_name(node) == name
 
     def lang_name(self, node):
+        """"exp" for pl.exp, "tile.exp" for pl.tile.exp (pl: this module under any name)."""
         parts = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        import sys
         if isinstance(node, ast.Name) and self.globals.get(node.id) is sys.modules[__name__]:
             return ".".join(reversed(parts))
         return None
