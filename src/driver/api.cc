@@ -21,7 +21,7 @@
 #include "passes/pass.h"
 #include "passes/pipeline.h"
 #include "ptox/ptox.h"
-#include "support/files.h"
+#include "ptox/files.h"
 
 namespace ptox {
 

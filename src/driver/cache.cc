@@ -18,7 +18,7 @@
 #include "driver/cache_files.h"
 #include "ptox/ptox.h"
 #include "support/error.h"
-#include "support/files.h"
+#include "ptox/files.h"
 #include "support/warn.h"
 #include "targets/target.h"
 
@@ -153,7 +153,7 @@ bool Install(const std::string& dir, const std::string& base, const std::string&
   const std::string tmp = cache_files::TempName(base, ext, token);
   const std::string sum_tmp = cache_files::TempName(base, "sum", token);
   // Modes whatever the umask: a group-writable entry would be refused.
-  if (!WriteNewFile(sum_tmp, record, 0644) || chmod(sum_tmp.c_str(), 0644) != 0 ||
+  if (!WriteFile(sum_tmp, {record}) || chmod(sum_tmp.c_str(), 0644) != 0 ||
       chmod(tmp.c_str(), 0644) != 0) {
     *why = "cannot write " + sum_tmp + ": " + strerror(errno);
     std::remove(sum_tmp.c_str());

@@ -1,6 +1,6 @@
-// ReadRegularFile / WriteNewFile over plain POSIX calls: the checks are on the opened descriptor
+// ReadRegularFile / WriteFile over plain POSIX calls: the checks are on the opened descriptor
 // (fstat), so the file cannot be swapped between the check and the read.
-#include "support/files.h"
+#include "ptox/files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -77,22 +77,32 @@ std::optional<std::string> ReadRegularFile(const std::string& path, std::string*
   }
 }
 
-bool WriteNewFile(const std::string& path, std::string_view data, mode_t mode) {
+bool WriteFile(const std::string& path, std::initializer_list<std::string_view> parts,
+               const FileWriteOptions& options, const char** failed_step) {
+  const char* step = "open";
   Fd f;
-  f.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (f.fd < 0) return false;
-  bool ok;
-  if (fault::ShouldFail(fault::Site::kWrite)) {
-    ok = WriteAll(f.fd, data.data(), data.size() / 2) && (errno = ENOSPC, false);
-  } else {
-    ok = WriteAll(f.fd, data.data(), data.size());
+  f.fd = open(path.c_str(),
+              O_WRONLY | O_CREAT | O_CLOEXEC | (options.replace ? O_TRUNC : O_EXCL), options.mode);
+  if (f.fd < 0) {
+    if (failed_step) *failed_step = step;
+    return false;
+  }
+  // PTOX_FAULT=write:N: this file fails half-way through, as on a full disk.
+  const bool inject = fault::ShouldFail(fault::Site::kWrite);
+  bool ok = true;
+  step = "write";
+  for (std::string_view part : parts) {
+    ok = WriteAll(f.fd, part.data(), inject ? part.size() / 2 : part.size());
+    if (ok && inject) errno = ENOSPC, ok = false;
+    if (!ok) break;
   }
   int err = ok ? 0 : errno;
   // close() reports what a network file system defers (a full disk on NFS).
-  if (close(f.fd) != 0 && ok) ok = false, err = errno;
+  if (close(f.fd) != 0 && ok) ok = false, err = errno, step = "close";
   f.fd = -1;
   if (ok) return true;
-  unlink(path.c_str());
+  unlink(path.c_str());  // never leave a truncated file behind
+  if (failed_step) *failed_step = step;
   errno = err;
   return false;
 }

@@ -12,7 +12,7 @@
 #include <limits>
 #include <new>
 
-#include "ptox/fault.h"
+#include "ptox/files.h"
 
 namespace ptox::cli {
 namespace {
@@ -380,53 +380,16 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
   return out + dict;
 }
 
-namespace {
-
-// Resource problems (a full disk or quota, an I/O error) are runtime errors; the rest (no such
-// folder, no permission, a read-only file system) come from what the user asked for.
-bool IsResourceErrno(int err) {
-  return err == ENOSPC || err == EDQUOT || err == EFBIG || err == EIO || err == ENOMEM;
-}
-
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return false;
-    if (w == 0) return errno = EIO, false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-}  // namespace
-
 Status WriteWholeFile(const std::string& path, std::initializer_list<std::string_view> parts) {
-  auto fail = [&](const char* what, int err) {
-    const bool resource = IsResourceErrno(err);
-    return Status(resource ? StatusCode::kRuntime : StatusCode::kInvalid,
-                  fmt::format("{}: cannot write '{}': {}: {}", resource ? "runtime error" : "error",
-                              path, what, std::strerror(err)));
-  };
-  Fd f;
-  f.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (f.fd < 0) return fail("open", errno);
-  // PTOX_FAULT=write:N: this file fails half-way through as on a full disk.
-  const bool inject = fault::ShouldFail(fault::Site::kWrite);
-  bool ok = true;
-  for (std::string_view part : parts) {
-    ok = WriteAll(f.fd, part.data(), inject ? part.size() / 2 : part.size());
-    if (ok && inject) errno = ENOSPC, ok = false;
-    if (!ok) break;
-  }
-  int err = ok ? 0 : errno;
-  const char* what = "write";
-  if (close(f.fd) != 0 && ok) ok = false, err = errno, what = "close";
-  f.fd = -1;
-  if (ok) return Status::Ok();
-  unlink(path.c_str());  // never leave a truncated file behind
-  return fail(what, err);
+  const char* step = "write";
+  if (WriteFile(path, parts, {.replace = true}, &step)) return Status::Ok();
+  // Resource problems (a full disk or quota, an I/O error) are runtime errors; the rest (no such
+  // folder, no permission, a read-only file system) come from what the user asked for.
+  const int err = errno;
+  const bool resource = IsResourceErrno(err);
+  return Status(resource ? StatusCode::kRuntime : StatusCode::kInvalid,
+                fmt::format("{}: cannot write '{}': {}: {}", resource ? "runtime error" : "error",
+                            path, step, std::strerror(err)));
 }
 
 Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,

@@ -18,7 +18,7 @@
 
 #include "kernels/abi.h"
 #include "ptox/cpu_features.h"
-#include "support/files.h"
+#include "ptox/files.h"
 #include "ptox/subprocess.h"
 #include "support/warn.h"
 #include "targets/cpu/codegen.h"
@@ -257,7 +257,7 @@ void CpuTarget::Build(const std::string& source, const std::string& key,
                               "\n// The compile cache key of this binary.\nextern \"C\" "
                               "__attribute__((visibility(\"default\"), used)) const char " +
                               kKeySymbol + "[] = \"" + KeyStamp(key) + "\";\n";
-  if (!WriteNewFile(src_path, stamped)) {
+  if (!WriteFile(src_path, {stamped})) {
     const int e = errno;
     throw Error(IsResourceErrno(e) ? StatusCode::kRuntime : StatusCode::kToolchain,
                 std::string(IsResourceErrno(e) ? "runtime" : "toolchain") +
