@@ -59,12 +59,7 @@ TEST_P(Constants, NanImmediatesKeepTheirBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conformance, Constants, ::testing::ValuesIn(CpuTargets()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return Sanitize(info.param); });
 
 }  // namespace
 }  // namespace ptox::conformance
