@@ -1,5 +1,6 @@
 """examples/elementwise_chain_dyn.pto in Python: relu(a * b + c) - a / 2 over bf16 tiles of a
-2-D grid (both loops parallel)."""
+2-D grid (both loops parallel); and its static twin examples/elementwise_chain.pto: f32, one
+64x256 tile."""
 import ml_dtypes
 import numpy as np
 
@@ -26,4 +27,17 @@ y = chain(a, b, c, check=True)  # bit-exact against the interpreter
 f = [v.astype(np.float32) for v in (a, b, c)]
 ref = np.maximum(f[0] * f[1] + f[2], 0) - f[0] * 0.5
 np.testing.assert_allclose(y.astype(np.float32), ref, rtol=3e-2, atol=3e-2)  # bf16 roundings
+@ptox.jit
+def chain_static(a: pl.In[64, 256, pl.f32], b: pl.In[64, 256, pl.f32], c: pl.In[64, 256, pl.f32],
+                 y: pl.Out[64, 256, pl.f32]):
+    with pl.incore():
+        ta = pl.load(a, [0, 0], shape=(64, 256))
+        tb = pl.load(b, [0, 0], shape=(64, 256))
+        tc = pl.load(c, [0, 0], shape=(64, 256))
+        pl.store(pl.tile.max(ta * tb + tc, 0.0) - ta * 0.5, y, [0, 0])
+
+
+a, b, c = (rng.standard_normal((64, 256), dtype=np.float32) for _ in range(3))
+y = chain_static(a, b, c, check=True)
+np.testing.assert_array_equal(y, np.maximum(a * b + c, np.float32(0)) - a * np.float32(0.5))
 print("OK")

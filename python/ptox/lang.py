@@ -120,6 +120,7 @@ class _Builder(ast.NodeVisitor):
         self.closers = []  # what closes each open block, for the type probe (type_of)
         self.globals = fn.__globals__
         self.outputs = []
+        self.types = {}  # value name -> type text, as the verifier infers it (see type_of)
 
     # ---- errors and text ----------------------------------------------------------------------
     def where(self, node):
@@ -152,9 +153,11 @@ class _Builder(ast.NodeVisitor):
             self.names.add(a.arg)
             if isinstance(t, TensorType):
                 params.append(f"%{a.arg}: {t.direction} {t.text()}")
+                self.types[a.arg] = t.text()
                 self.env[a.arg] = _Value(a.arg, "tensor")
             else:
                 params.append(f"%{a.arg}: in {t.name}")
+                self.types[a.arg] = t.name
                 self.env[a.arg] = _Value(a.arg, "scalar")
         if node.returns is not None:
             ret = node.returns
@@ -291,15 +294,53 @@ class _Builder(ast.NodeVisitor):
         self.emit(None, "}")
 
     def if_(self, s):
+        """`if c:` over a scalar. Names defined before the if and assigned in an arm, or assigned
+        in both arms, are its results: each arm yields its value (an arm that does not assign a
+        name yields the value from before the if). The result types are the then-arm's values'
+        types, known only once that arm is written: until the if is complete its header and the
+        then-arm's yield stay drafts the type probe reads without results."""
         cond = self.operand(s.test)
+        then_names, else_names = _assigned(s.body), _assigned(s.orelse)
+        results = [n for n in then_names + [n for n in else_names if n not in then_names]
+                   if n in self.env or (n in then_names and n in else_names)]
+        indent = "  " * self.depth
+        head = len(self.lines)
         self.emit(s, f"if {cond} {{")
         self.closers.append("}")
-        self.scoped(s.body)
-        if s.orelse:
+        then_vals, then_types = self.arm(s, s.body, results, typed=True)
+        then_yield = len(self.lines) - 1
+        if s.orelse or results:
             self.emit(None, "} else {")
-            self.scoped(s.orelse)
+            else_vals, _ = self.arm(s, s.orelse, results)
+        else_yield = len(self.lines) - 1
         self.closers.pop()
         self.emit(None, "}")
+        if not results:
+            return
+        values = [_Value(self.fresh(n), v.kind) for n, v in zip(results, then_vals)]
+        self.lines[head] = (f"{indent}{', '.join(map(str, values))} = if {cond} -> "
+                            f"{', '.join(then_types)} {{")
+        self.lines[then_yield] = indent + "  yield " + ", ".join(map(str, then_vals))
+        self.lines[else_yield] = indent + "  yield " + ", ".join(map(str, else_vals))
+        for n, v in zip(results, values):
+            self.env[n] = v
+
+    def arm(self, node, stmts, results, typed=False):
+        """One arm of an if with `results`: its statements, then `yield` of the values the
+        result names have at its end; returns them and their types."""
+        saved = dict(self.env)
+        self.depth += 1
+        self.body(stmts)
+        vals = [self.env.get(n) for n in results]
+        if None in vals:
+            self.fail(node, f"'{results[vals.index(None)]}' is assigned in only one arm of this "
+                            "if and not defined before it")
+        types = [self.type_of(node, str(v)) for v in vals] if typed else None
+        if results:
+            self.emit(None, "")  # the yield: if_ writes it once the header has its results
+        self.depth -= 1
+        self.env = saved
+        return vals, types
 
     # ---- expressions --------------------------------------------------------------------------
     def is_lang(self, node, name):
@@ -417,11 +458,11 @@ class _Builder(ast.NodeVisitor):
         if len(node.ops) != 1:
             self.fail(node, "chained comparisons are not part of the language: use two")
         kinds = {self.kind_of(node.left), self.kind_of(node.comparators[0])}
-        level = "tile" if "tile" in kinds else "arith" if "tensor" not in kinds else None
-        if level is None:
-            self.fail(node, "comparisons of tensors are tile-level (pl.tile.lt, ...) in this "
-                            "release")
-        return self.op(node, f"{level}.{_COMPARES[type(node.ops[0])]}",
+        level = "tensor" if "tensor" in kinds else "tile" if "tile" in kinds else "arith"
+        op = f"{level}.{_COMPARES[type(node.ops[0])]}"
+        if op not in _OPS:
+            self.fail(node, f"{op} is no ptox op: compare tiles inside pl.incore()")
+        return self.op(node, op,
                        [self.operand(node.left), self.operand(node.comparators[0])], hint=hint)
 
     def call(self, node, hint, statement):
@@ -492,14 +533,17 @@ class _Builder(ast.NodeVisitor):
         return f"{level}<{dims + 'x' if dims else ''}{dtype.name}>"
 
     def type_of(self, node, operand):
-        """The verifier's type of %value: parse what was written so far, closed."""
+        """The verifier's type of %value: a parameter's from its annotation, else parse what was
+        written so far, closed (and remember every type that parse gives: SSA values keep their
+        types, so each value is probed at most once)."""
         name = operand.lstrip("%")
-        text = self.text(closing=True)
-        try:
-            types = _core.Program.parse(text, self.filename).value_types()
-        except errors.Error as e:
-            self.fail(node, f"cannot type the operand: {e}")
-        return types.get(name)
+        if name not in self.types:
+            try:
+                program = _core.Program.parse(self.text(closing=True), self.filename)
+                self.types.update(program.value_types())
+            except errors.Error as e:
+                self.fail(node, f"cannot type the operand: {e}")
+        return self.types.get(name)
 
     def tile_memory(self, node, name, attrs, hint):
         if name == "load":  # pl.load(t, [i, j], shape=(R, C)[, pad=v])

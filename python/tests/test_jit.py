@@ -160,14 +160,64 @@ def test_loops_carry_values_assigned_in_their_body():
     assert "iter(%acc_1 = %acc)" in matmul_k_loop.ir() and "yield %acc_3" in matmul_k_loop.ir()
 
 
-def test_assigning_an_outer_name_in_an_if_is_an_error():
+@ptox.jit
+def if_scalar(x: pl.In["N", 16, pl.f32], n: pl.index) -> pl.Out["N", 16, pl.f32]:
+    s = pl.cast(n, dtype=pl.f32)
+    if n > 3:
+        s = s * 2.0
+    else:
+        s = s + 0.5
+    return x * s
+
+
+@ptox.jit
+def if_tile(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32], n: pl.index):
+    with pl.incore():
+        t = pl.load(x, [0, 0], shape=(8, 16))
+        if n > 0:
+            t = pl.tile.neg(t)  # no else: the other arm yields t as it was
+            u = t * 2.0
+        else:
+            u = t
+        pl.store(t + u, y, [0, 0])
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_an_if_yields_the_names_its_arms_assign(target):
+    x = np.random.default_rng(5).standard_normal((7, 16), dtype=np.float32)
+    for n, scale in ((5, 10.0), (2, 2.5)):
+        np.testing.assert_array_equal(if_scalar(x, n, target=target), x * np.float32(scale))
+    assert "-> f32 {" in if_scalar.ir()
+    x8 = x[:1].repeat(8, 0)
+    y = np.empty_like(x8)
+    if_tile(x8, y, 1, target=target)
+    np.testing.assert_array_equal(y, -x8 + -x8 * np.float32(2))
+    if_tile(x8, y, 0, target=target)
+    np.testing.assert_array_equal(y, x8 + x8)
+
+
+def test_a_name_assigned_in_one_arm_only_is_not_a_result():
+    def f(x: pl.In[4, pl.f32], n: pl.index) -> pl.Out[4, pl.f32]:
+        if n > 0:
+            y = pl.neg(x)
+        return y
+
+    line = inspect.getsourcelines(f)[1] + 3  # return y
+    with pytest.raises(ptox.CompileError, match="'y' is not defined here") as e:
+        ptox.jit(f)
+    assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
+
+
+def test_a_tensor_valued_if_runs_on_the_interpreter_and_is_unsupported_on_cpu():
+    @ptox.jit
     def f(x: pl.In[4, pl.f32], n: pl.index) -> pl.Out[4, pl.f32]:
         y = pl.exp(x)
         if n > 0:
             y = pl.neg(x)
         return y
 
-    line = inspect.getsourcelines(f)[1] + 3  # y = pl.neg(x)
-    with pytest.raises(ptox.CompileError, match="only a pl.range loop carries") as e:
-        ptox.jit(f)
-    assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(f(x, 1, target="interp"), -x)
+    np.testing.assert_allclose(f(x, 0, target="interp"), np.exp(x), rtol=1e-6)
+    with pytest.raises(ptox.UnsupportedError, match="does not carry tensors through if"):
+        f(x, 1)
