@@ -24,6 +24,7 @@
 
 #include "passes/convert_tensor_to_tile.h"
 #include "ptox/ptox.h"
+#include "ptox/bandwidth.h"
 #include "ptox/fma_peak.h"
 #include "targets/target.h"
 
@@ -112,59 +113,25 @@ void MeasureFmaPeak(int threads) {
   }
 }
 
-__attribute__((noinline, target_clones("avx512f", "default"))) void Triad(
-    float* __restrict a, const float* __restrict b, const float* __restrict c, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
-}
-
-void MeasureTriad(int threads) {
-  const int64_t n = (256 << 20) / sizeof(float);  // 3 x 256 MiB, far past the L3
-  std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
-  Row r{"ceiling", "triad 3 x 256 MiB", "triad", "GB/s", threads, 3.0 * n * sizeof(float), {}};
-  r.s = TimeIt([&] {
-    Parallel(threads, [&](int t) {
-      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-      Triad(a.data() + lo, b.data() + lo, c.data() + lo, hi - lo);
-    });
-  });
+// A row of a bandwidth ceiling: seconds per `bytes` from the GB/s the library measured.
+void RecordBandwidth(const std::string& what, const std::string& impl, int threads, double bytes,
+                     const ptox::Bandwidth& gbs) {
+  Row r{"ceiling", what, impl, "GB/s", threads, bytes, {}};
+  r.s = {bytes / gbs.median / 1e9, bytes / gbs.max / 1e9, bytes / gbs.min / 1e9};
   Record(r);
 }
 
-// The read bandwidth ("read": the ceiling of GEMV rows, which read their weights and write
-// almost nothing; the triad's 12 bytes per element leave out the write-allocate read of `a`
-// and so undercount what the memory moved): a sum over 768 MiB in 64 independent lanes, from
-// four streams at once per thread (one stream reads ~15 % slower on one thread here: the
-// prefetchers keep more lines in flight for several).
-__attribute__((noinline, target_clones("avx512f", "default"))) float ReadSum(
-    const float* __restrict p, int64_t n) {
-  constexpr int kStreams = 4;
-  const int64_t part = n / kStreams / 16 * 16;
-  float acc[kStreams][16] = {};
-  for (int64_t i = 0; i < part; i += 16)
-    for (int s = 0; s < kStreams; ++s)
-      for (int j = 0; j < 16; ++j) acc[s][j] += p[s * part + i + j];
-  float sum = 0;
-  for (int64_t i = kStreams * part; i < n; ++i) sum += p[i];
-  for (const auto& a : acc)
-    for (float x : a) sum += x;
-  return sum;
+// The triad ("triad": 3 x 256 MiB, far past the L3) and the read bandwidth ("read": the ceiling
+// of GEMV rows, which read their weights and write almost nothing; the triad's 12 bytes per
+// element leave out the write-allocate read of `a` and so undercount what the memory moved).
+void MeasureTriad(int threads) {
+  RecordBandwidth("triad 3 x 256 MiB", "triad", threads, 3.0 * (256 << 20),
+                  ptox::TriadGBs(threads, int64_t{256} << 20, g_reps));
 }
-
-volatile float g_read_sink;  // where the sums go: the reads cannot be dropped
 
 void MeasureRead(int threads) {
-  const int64_t n = (768 << 20) / sizeof(float);
-  std::vector<float> a(n, 1.0f);
-  Row r{"ceiling", "read 768 MiB", "read", "GB/s", threads, 1.0 * n * sizeof(float), {}};
-  std::vector<float> sums(threads);
-  r.s = TimeIt([&] {
-    Parallel(threads, [&](int t) {
-      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-      sums[t] = ReadSum(a.data() + lo, hi - lo);
-    });
-  });
-  for (float x : sums) g_read_sink = x;
-  Record(r);
+  RecordBandwidth("read 768 MiB", "read", threads, 768.0 * (1 << 20),
+                  ptox::ReadGBs(threads, int64_t{768} << 20, g_reps));
 }
 
 // ---- ptox programs ------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Measures, on this machine in one run:
 - cold compile of a small kernel from Python (fresh cache folder, in a new process: parse + first
   call), and a new process's `import ptox` + cache hit + result;
 - a row softmax and RMSNorm written with @ptox.jit against the same program from .pto text
-  (4096 x 4096 f32), median of 15 runs after a warm-up.
+  (4096 x 4096 f32), median of 15 runs after a warm-up, in GB/s beside the same-run triad
+  (ptox._core.bandwidth: 3 x 256 MiB, one thread, as the kernels run here).
 """
 
 import argparse
@@ -135,15 +136,19 @@ def main():
         finally:
             (ROOT / "bench" / "_add.pto").unlink()
 
+    triad = ptox._core.bandwidth("triad", 1, 256 << 20, 10)
+    row("ceiling: triad a = b + s*c, 3 x 256 MiB, 1 thread", triad, "GB/s")
     x = np.random.default_rng(0).standard_normal((4096, 4096), dtype=np.float32)
     w = np.random.default_rng(1).standard_normal(4096, dtype=np.float32)
     y = np.empty_like(x)
     for name, py, pto, extra in (("softmax", softmax_py, ptox.parse(SOFTMAX_PTO), ()),
                                  ("rmsnorm", rmsnorm_py, ptox.parse(RMSNORM_PTO), (w,))):
-        t_py = median_ms(lambda: py(x, *extra, out=y))
-        t_pto = median_ms(lambda: pto(x, *extra, out=y))
-        row(f"{name} 4096x4096 f32, @ptox.jit", t_py, "ms")
-        row(f"{name} 4096x4096 f32, .pto text", t_pto, "ms",
+        t_py = median_ms(lambda: py(x, *extra, out=y, threads=1))
+        t_pto = median_ms(lambda: pto(x, *extra, out=y, threads=1))
+        gbs = 2 * x.nbytes / (t_py[0] / 1e3) / 1e9  # read x, write y
+        row(f"{name} 4096x4096 f32, @ptox.jit, 1 thread", t_py, "ms",
+            f"{gbs:.1f} GB/s = {100 * gbs / triad[0]:.0f} % of the triad")
+        row(f"{name} 4096x4096 f32, .pto text, 1 thread", t_pto, "ms",
             f"jit / text = {t_py[0] / t_pto[0]:.3f}x (target within 5 %)")
     pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -5,12 +5,14 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ptox/bandwidth.h"
 #include "ptox/ptox.h"
 
 namespace nb = nanobind;
@@ -245,4 +247,12 @@ NB_MODULE(_core, m) {
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
   m.def("cache_dir", &ptox::CacheDir);
+  // Memory bandwidth ceilings (GB/s: median, min, max) for benchmarks; the GIL is released.
+  m.def("bandwidth", [](const std::string& kind, int threads, int64_t bytes, int reps) {
+    if (kind != "triad" && kind != "read") throw nb::value_error("kind is 'triad' or 'read'");
+    nb::gil_scoped_release release;
+    const ptox::Bandwidth b = kind == "triad" ? ptox::TriadGBs(threads, bytes, reps)
+                                              : ptox::ReadGBs(threads, bytes, reps);
+    return std::make_tuple(b.median, b.min, b.max);
+  }, nb::arg("kind"), nb::arg("threads"), nb::arg("bytes"), nb::arg("reps") = 5);
 }

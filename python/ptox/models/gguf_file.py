@@ -1,0 +1,136 @@
+"""Weights, configuration and tokenizer of a GGUF file (llama.cpp's format), read with the `gguf`
+package: it memory-maps the file and dequantizes with numpy, the reference definition of each
+block format. Every tensor is checked against the file and the architecture before use.
+
+Quantized tensors (Q8_0, Q4_0, Q4_1) and f16 / bf16 ones are dequantized to f32 at load (exact
+per the format's definition: one f32 product and sum per element, as ggml computes it) and
+stacked per layer — a copy the next issue removes with kernels that read the blocks in place."""
+
+import numpy as np
+
+from .config import Config, ModelError
+
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+
+# ptox weight name -> the GGUF tensor name of layer {i} (or of the whole model).
+_LAYER = {"attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
+          "wv": "attn_v", "wo": "attn_output", "wg": "ffn_gate", "wu": "ffn_up",
+          "wd": "ffn_down", "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
+_GLOBAL = {"embed": "token_embd", "out_norm": "output_norm", "lm_head": "output"}
+
+
+def _open(path):
+    try:
+        import gguf
+    except ImportError:  # pragma: no cover - a dependency of ptox.models
+        raise ModelError("reading GGUF files needs the gguf package (pip install gguf)") from None
+    try:
+        return gguf.GGUFReader(path, "r")
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such file") from None
+    except Exception as e:  # noqa: BLE001 - any parse failure means a corrupt or foreign file
+        raise ModelError(f"{path}: not a readable GGUF file ({type(e).__name__}: {e})") from None
+
+
+def _field(reader, path, key, kind, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        if default is not None:
+            return default
+        raise ModelError(f"{path}: metadata {key} is missing")
+    try:
+        value = f.contents()
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{path}: metadata {key} is unreadable ({e})") from None
+    if kind is not None and not isinstance(value, kind):
+        raise ModelError(f"{path}: metadata {key} = {value!r} is not a {kind.__name__}")
+    return value
+
+
+def config_of(reader, path):
+    arch = _field(reader, path, "general.architecture", str)
+    if arch not in ("llama", "qwen3"):
+        raise ModelError(f"{path}: architecture '{arch}' is not supported (llama, qwen3)")
+    names = {t.name for t in reader.tensors}
+    n_heads = _field(reader, path, f"{arch}.attention.head_count", int)
+    d_model = _field(reader, path, f"{arch}.embedding_length", int)
+    vocab = len(_field(reader, path, "tokenizer.ggml.tokens", list))
+    cfg = Config(
+        arch=arch, n_layers=_field(reader, path, f"{arch}.block_count", int), d_model=d_model,
+        n_heads=n_heads, n_kv_heads=_field(reader, path, f"{arch}.attention.head_count_kv", int),
+        head_dim=_field(reader, path, f"{arch}.attention.key_length", int,
+                        d_model // n_heads if n_heads else 0),
+        d_ff=_field(reader, path, f"{arch}.feed_forward_length", int),
+        vocab=_field(reader, path, f"{arch}.vocab_size", int, vocab),
+        rope_base=float(_field(reader, path, f"{arch}.rope.freq_base", float, 10000.0)),
+        eps=float(_field(reader, path, f"{arch}.attention.layer_norm_rms_epsilon", float)),
+        context=_field(reader, path, f"{arch}.context_length", int),
+        tied="output.weight" not in names, qk_norm=arch == "qwen3")
+    return cfg.validate(path)
+
+
+def _unpermute(w, n_heads):
+    """llama.cpp's converter permutes the rows of a llama q / k projection within each head so
+    that its adjacent-pair RoPE equals HF's rotate-half; undo it (one RoPE form here)."""
+    rows, cols = w.shape
+    hd = rows // n_heads
+    return w.reshape(n_heads, hd // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
+
+
+def _dequantized(tensor, path, expect):
+    """The tensor as f32 of shape `expect` (HF layout), after checking its type, shape and
+    bytes against the file."""
+    import gguf
+    kind = tensor.tensor_type.name
+    if kind not in SUPPORTED_TYPES:
+        raise ModelError(f"{path}: tensor {tensor.name} has type {kind}; supported: "
+                         f"{', '.join(SUPPORTED_TYPES)}")
+    shape = tuple(int(d) for d in reversed(tensor.shape))  # GGUF lists the fastest dim first
+    if shape != tuple(expect):
+        raise ModelError(f"{path}: tensor {tensor.name} has shape {list(shape)}, the "
+                         f"configuration needs {list(expect)}")
+    block, size = gguf.GGML_QUANT_SIZES[tensor.tensor_type]
+    n = int(np.prod(shape))
+    if n % block or tensor.data.nbytes != n // block * size:
+        raise ModelError(f"{path}: tensor {tensor.name} holds {tensor.data.nbytes} bytes, its "
+                         f"type and shape need {n // block * size} (truncated or corrupt file)")
+    try:
+        w = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{path}: tensor {tensor.name} cannot be decoded ({e})") from None
+    w = np.asarray(w, dtype=np.float32).reshape(shape)
+    if not np.isfinite(w).all():
+        raise ModelError(f"{path}: tensor {tensor.name} holds NaN or Inf values")
+    return w
+
+
+def load(path, progress=None):
+    """(config, weights by ptox name as f32 arrays, reader) of a GGUF file."""
+    reader = _open(path)
+    cfg = config_of(reader, path)
+    tensors = {t.name: t for t in reader.tensors}
+    shapes = cfg.weight_shapes()
+    weights = {}
+
+    def get(gguf_name, expect):
+        t = tensors.get(gguf_name)
+        if t is None:
+            raise ModelError(f"{path}: tensor {gguf_name} is missing")
+        return _dequantized(t, path, expect)
+
+    for name, gname in _GLOBAL.items():
+        if name in shapes:
+            weights[name] = get(f"{gname}.weight", shapes[name])
+    for name, gname in _LAYER.items():
+        if name not in shapes:
+            continue
+        stacked = np.empty(shapes[name], np.float32)
+        for i in range(cfg.n_layers):
+            w = get(f"blk.{i}.{gname}.weight", shapes[name][1:])
+            if cfg.arch == "llama" and name in ("wq", "wk"):
+                w = _unpermute(w, cfg.n_heads if name == "wq" else cfg.n_kv_heads)
+            stacked[i] = w
+        weights[name] = stacked
+        if progress:
+            progress(name)
+    return cfg, weights, reader
