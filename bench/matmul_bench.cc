@@ -84,14 +84,6 @@ void Record(Row r) {
 
 // ---- Ceilings -----------------------------------------------------------------------------------
 
-// Runs fn(thread index) on `threads` threads at once.
-void Parallel(int threads, const std::function<void(int)>& fn) {
-  std::vector<std::thread> ts;
-  for (int t = 1; t < threads; ++t) ts.emplace_back(fn, t);
-  fn(0);
-  for (auto& t : ts) t.join();
-}
-
 // The f32 FMA peak ("fma-loop": the ceiling of f32 rows) and, where the host has AVX512_BF16,
 // the bf16 dot-product peak ("bf16-dot-loop": the ceiling of the bf16 SwiGLU rows).
 void MeasureFmaPeak(int threads) {
