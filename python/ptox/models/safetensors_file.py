@@ -1,0 +1,125 @@
+"""Weights and configuration of a Hugging Face model folder: config.json and *.safetensors
+(one file, or shards listed by model.safetensors.index.json). The safetensors format is a JSON
+header and raw little-endian tensors; this small reader memory-maps each file with numpy and
+checks every tensor's dtype, shape and byte range against the header and the file size before
+use (the `safetensors` package's numpy API has no bfloat16). f32 / f16 / bf16 tensors are
+widened to f32 as they are stacked per layer (the step programs compute in f32)."""
+
+import json
+import os
+import struct
+
+import numpy as np
+
+from .config import Config, ModelError
+
+_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": "bfloat16"}
+
+# ptox weight name -> HF tensor name of layer {i}.
+_LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+          "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
+          "wo": "self_attn.o_proj", "wg": "mlp.gate_proj", "wu": "mlp.up_proj",
+          "wd": "mlp.down_proj", "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
+_GLOBAL = {"embed": "model.embed_tokens.weight", "out_norm": "model.norm.weight",
+           "lm_head": "lm_head.weight"}
+
+
+def config_of(folder):
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{path}: cannot be read ({e})") from None
+    arch = {"LlamaForCausalLM": "llama", "Qwen3ForCausalLM": "qwen3"}.get(
+        (c.get("architectures") or [None])[0])
+    if arch is None:
+        raise ModelError(f"{path}: architecture {c.get('architectures')} is not supported "
+                         "(LlamaForCausalLM, Qwen3ForCausalLM)")
+    try:
+        heads = c["num_attention_heads"]
+        cfg = Config(arch=arch, n_layers=c["num_hidden_layers"], d_model=c["hidden_size"],
+                     n_heads=heads, n_kv_heads=c.get("num_key_value_heads", heads),
+                     head_dim=c.get("head_dim") or c["hidden_size"] // heads,
+                     d_ff=c["intermediate_size"], vocab=c["vocab_size"],
+                     rope_base=float(c.get("rope_theta", 10000.0)),
+                     eps=float(c.get("rms_norm_eps", 1e-6)),
+                     context=c.get("max_position_embeddings", 2048),
+                     tied=bool(c.get("tie_word_embeddings", False)), qk_norm=arch == "qwen3")
+    except KeyError as e:
+        raise ModelError(f"{path}: {e.args[0]} is missing") from None
+    return cfg.validate(path), c
+
+
+def _open_file(path):
+    """name -> (memmap'd array) of one .safetensors file, every entry checked."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            if n > size - 8:
+                raise ModelError(f"{path}: header of {n} bytes in a file of {size}")
+            header = json.loads(f.read(n))
+    except (OSError, struct.error, ValueError) as e:
+        raise ModelError(f"{path}: not a readable safetensors file ({e})") from None
+    data_size = size - 8 - n
+    raw = np.memmap(path, np.uint8, "r", offset=8 + n, shape=(data_size,)) if data_size else None
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        dt = _DTYPES.get(e.get("dtype"))
+        if dt is None:
+            raise ModelError(f"{path}: tensor {name} has dtype {e.get('dtype')}; supported: "
+                             "F32, F16, BF16")
+        if dt == "bfloat16":
+            import ml_dtypes
+            dt = ml_dtypes.bfloat16
+        shape, (lo, hi) = tuple(e["shape"]), e["data_offsets"]
+        need = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+        if not (0 <= lo <= hi <= data_size and hi - lo == need):
+            raise ModelError(f"{path}: tensor {name} spans bytes [{lo}, {hi}) of {data_size}; "
+                             f"its shape {list(shape)} needs {need} (truncated or corrupt file)")
+        out[name] = raw[lo:hi].view(dt).reshape(shape) if need else np.zeros(shape, dt)
+    return out
+
+
+def load(folder, progress=None):
+    """(config, weights by ptox name as f32 arrays, config.json dict) of a HF model folder."""
+    cfg, config_json = config_of(folder)
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    tensors = {}
+    for name in files:
+        tensors.update(_open_file(os.path.join(folder, name)))
+    shapes = cfg.weight_shapes()
+
+    def get(name, expect):
+        t = tensors.get(name)
+        if t is None:
+            raise ModelError(f"{folder}: tensor {name} is missing")
+        if tuple(t.shape) != tuple(expect):
+            raise ModelError(f"{folder}: tensor {name} has shape {list(t.shape)}, the "
+                             f"configuration needs {list(expect)}")
+        w = np.asarray(t, dtype=np.float32)
+        if not np.isfinite(w).all():
+            raise ModelError(f"{folder}: tensor {name} holds NaN or Inf values")
+        return w
+
+    weights = {}
+    for name, hf in _GLOBAL.items():
+        if name in shapes:
+            weights[name] = get(hf, shapes[name])
+    for name, hf in _LAYER.items():
+        if name in shapes:
+            stacked = np.empty(shapes[name], np.float32)
+            for i in range(cfg.n_layers):
+                stacked[i] = get(f"model.layers.{i}.{hf}.weight", shapes[name][1:])
+            weights[name] = stacked
+            if progress:
+                progress(name)
+    return cfg, weights, config_json
