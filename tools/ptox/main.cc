@@ -1,4 +1,4 @@
-// ptox CLI entry point: `ptox <run|bench|compile|opt|cache|doctor> ...`, `ptox --version`.
+// ptox CLI entry point: `ptox <run|bench|compile|opt|cache|doctor|generate> ...`, `ptox --version`.
 // Artifacts go to stdout, diagnostics to stderr.
 #include <cstdio>
 #include <exception>
@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::map<CLI::App*, Handler> handlers;
   for (auto reg :
-       {RegisterRun, RegisterBench, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor}) {
+       {RegisterRun, RegisterBench, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor,
+        RegisterGenerate}) {
     size_t before = app.get_subcommands({}).size();
     Handler h = reg(app);
     handlers[app.get_subcommands({})[before]] = std::move(h);
