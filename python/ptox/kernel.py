@@ -60,6 +60,10 @@ class Kernel:
 
     def __init__(self, program, function="", target="cpu", threads=0, where=None):
         self.program = program
+        # Inputs whose contents stay the same between calls (model weights): compiled matmuls
+        # keep the blocks they pack from them (RunOptions::constants). After changing one,
+        # call forget_constants().
+        self.constant_inputs = ()
         self.function = function
         self.target = target
         self.threads = threads
@@ -67,6 +71,10 @@ class Kernel:
         self._params = program.params(function)
         self._n = len(self._params)
         self._written = [p["dir"] != "in" for p in self._params]
+
+    def forget_constants(self):
+        """Drops the packed blocks kept for constant_inputs (their contents changed)."""
+        self.program.forget_constants()
 
     @property
     def params(self):
@@ -172,7 +180,8 @@ class Kernel:
         if len(full) == self._n and not (check or check_nan):
             # Every argument given: the C++ core binds them (one call, no Python per argument).
             try:
-                ran = _core.run_direct(self.program, full, target, self.function, threads)
+                ran = _core.run_direct(self.program, full, target, self.function, threads,
+                                       list(self.constant_inputs))
             except errors.InvalidError as e:
                 raise errors.ShapeError(self._located(e)) from None
             except errors.Error as e:
@@ -185,7 +194,8 @@ class Kernel:
             if check:
                 self._check(core, target, threads)
             else:
-                _core.run(self.program, core, target, self.function, threads, check_nan)
+                _core.run(self.program, core, target, self.function, threads, check_nan,
+                          constants=list(self.constant_inputs))
         except errors.InvalidError as e:  # arguments the core refused
             raise errors.ShapeError(self._located(e)) from None
         except errors.Error as e:

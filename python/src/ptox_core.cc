@@ -153,6 +153,7 @@ NB_MODULE(_core, m) {
         for (const ptox::ParamInfo& i : Take(p.Params(function))) out.append(ParamDict(i));
         return out;
       }, nb::arg("function") = "")
+      .def("forget_constants", &ptox::Program::ForgetConstants)
       .def("value_types", [](const ptox::Program& p, const std::string& function) {
         nb::dict out;
         for (const auto& [name, type] : Take(p.ValueTypes(function))) out[name.c_str()] = type;
@@ -160,9 +161,11 @@ NB_MODULE(_core, m) {
       }, nb::arg("function") = "");
 
   m.def("run", [](const ptox::Program& program, const nb::list& args, const std::string& target,
-                  const std::string& function, int threads, bool check_nan, bool fuse) {
+                  const std::string& function, int threads, bool check_nan, bool fuse,
+                  const std::vector<std::string>& constants) {
     std::vector<ptox::Arg> values = ArgsOf(args);
     ptox::RunOptions options;
+    options.constants = constants;
     options.target = target;
     options.function = function;
     options.num_threads = threads;
@@ -175,13 +178,15 @@ NB_MODULE(_core, m) {
     }
     if (!s.ok()) Raise(s);
   }, nb::arg("program"), nb::arg("args"), nb::arg("target") = "cpu", nb::arg("function") = "",
-     nb::arg("threads") = 0, nb::arg("check_nan") = false, nb::arg("fuse") = true);
+     nb::arg("threads") = 0, nb::arg("check_nan") = false, nb::arg("fuse") = true,
+     nb::arg("constants") = std::vector<std::string>());
 
   // The fast path of a call: every argument given, arrays as they are (their dtype from DLPack).
   // Returns False, having run nothing, when an array's dtype needs the Python path (a numpy
   // bfloat16 array); raises like run otherwise.
   m.def("run_direct", [](const ptox::Program& program, const nb::tuple& args,
-                         const std::string& target, const std::string& function, int threads) {
+                         const std::string& target, const std::string& function, int threads,
+                         const std::vector<std::string>& constants) {
     std::vector<ptox::Arg> values;
     values.reserve(args.size());
     for (nb::handle h : args) {
@@ -202,6 +207,7 @@ NB_MODULE(_core, m) {
     options.target = target;
     options.function = function;
     options.num_threads = threads;
+    options.constants = constants;
     ptox::Status s;
     {
       nb::gil_scoped_release unlocked;
@@ -210,7 +216,7 @@ NB_MODULE(_core, m) {
     if (!s.ok()) Raise(s);
     return true;
   }, nb::arg("program"), nb::arg("args"), nb::arg("target"), nb::arg("function"),
-     nb::arg("threads"));
+     nb::arg("threads"), nb::arg("constants") = std::vector<std::string>());
 
   m.def("compile", [](const ptox::Program& program, const std::string& target,
                       const std::string& function, const std::string& emit, bool fuse) {

@@ -162,3 +162,21 @@ def test_source_and_stages(tmp_path):
 def test_version_is_the_cpp_projects():
     cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
     assert f"project(ptox VERSION {ptox.__version__}" in cmake
+
+
+def test_constant_inputs_keep_packed_weights_and_can_be_forgotten():
+    k = ptox.parse("""func @mm(%x: in tensor<{M}x64xf32>, %w: in tensor<48x64xf32>,
+                           %y: out tensor<{M}x48xf32>) {
+  %p = tensor.matmul %x, %w {transpose_b = true}
+  tensor.store %p, %y
+}
+""")
+    k.constant_inputs = ("w",)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 64), dtype=np.float32)
+    w = rng.standard_normal((48, 64), dtype=np.float32)
+    np.testing.assert_allclose(k(x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(k(x, w), x @ w.T, rtol=1e-5, atol=1e-5)  # the kept blocks
+    w[:] = -w  # changed: forgotten, the next call packs again
+    k.forget_constants()
+    np.testing.assert_allclose(k(x, w), x @ w.T, rtol=1e-5, atol=1e-5)

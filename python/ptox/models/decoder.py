@@ -87,6 +87,11 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In["P", HD, pl.f32],
     pl.store(pl.matmul(pl.rmsnorm(last, out_norm, eps=EPS), lm_head, transpose_b=True), logits)
 
 
+# The step's weight parameters, in order after ids, cos and sin.
+WEIGHTS = ("embed", "attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ffn_norm", "wg", "wu",
+           "wd", "out_norm", "lm_head")
+
+
 def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0):
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
     the last token or (all_logits, prefill) of every token."""

@@ -41,8 +41,10 @@ class Model:
     def _step(self, decode, all_logits=False):
         key = (decode, all_logits)
         if key not in self._steps:
-            self._steps[key] = decoder.compile_step(self.cfg, decode, all_logits, self.target,
-                                                    self.threads)
+            step = decoder.compile_step(self.cfg, decode, all_logits, self.target,
+                                        self.threads)
+            step.constant_inputs = decoder.WEIGHTS  # matmuls keep their packed weight blocks
+            self._steps[key] = step
         return self._steps[key]
 
     def reset(self):
@@ -61,7 +63,7 @@ class Model:
                              f"{end}")
         step = self._step(decode, all_logits)
         logits = step(ids, self._cos[:end], self._sin[:end], *self._weights, self.kcache,
-                      self.vcache)
+                      self.vcache, threads=self.threads)
         self.position = end
         return logits
 
