@@ -220,6 +220,20 @@ PTOX_HD inline bool Ge(T a, T b) {
   return a >= b;
 }
 
+// The order argmax ranks values in (tile.row_argmax, tensor.argmax): a NaN is above every
+// non-NaN value but not above another NaN (so the first NaN wins), +0 is above -0, otherwise
+// a > b; integers compare as integers. Exact.
+template <typename T>
+PTOX_HD inline bool ArgmaxGt(T a, T b) {
+  return a > b;
+}
+PTOX_HD inline bool ArgmaxGt(float a, float b) {
+  if (IsNaN(b)) return false;
+  if (IsNaN(a)) return true;
+  if (a == 0.0f && b == 0.0f) return (FloatBits(a) >> 31) == 0 && (FloatBits(b) >> 31) != 0;
+  return a > b;
+}
+
 // ---- Checked integer arithmetic (int64) --------------------------------------------------------
 
 // The integer forms of the ops above with their errors made explicit: false on overflow of int64

@@ -1,4 +1,5 @@
-// Elementwise tile ops: binary (tile-tile, tile-scalar), unary, compare, select, cast. Every op
+// Elementwise tile ops: binary (tile-tile, tile-scalar), unary, compare, select, causal_mask,
+// cast. Every op
 // computes all R x C elements (padding included, as the interpreter does); integer errors are
 // reported only inside the result's valid region, and padding gets 0.
 #pragma once
@@ -99,6 +100,16 @@ void Select(Ctx& ctx, Tile<D, R, C>& o, const Tile<DT::kBool, R, C>& cond, const
   o.vr = std::min(o.vr, cond.vr);
   o.vc = std::min(o.vc, cond.vc);
   for (int64_t k = 0; k < R * C; ++k) o.v[k] = cond.v[k] ? a.v[k] : Elem(b, k, s);
+}
+
+// -inf where c - r > k (above diagonal k), else a; every element, padding included.
+template <DT D, int R, int C>
+void CausalMask(Ctx&, Tile<D, R, C>& o, const Tile<D, R, C>& a, int64_t k) {
+  static_assert(IsFloatDT(D), "causal_mask takes float tiles");
+  o.vr = a.vr;
+  o.vc = a.vc;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) o.at(r, c) = c - r > k ? -__builtin_inff() : a.at(r, c);
 }
 
 template <DT To, DT From, int R, int C>

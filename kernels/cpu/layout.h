@@ -1,4 +1,6 @@
-// Layout ops: transpose, reshape, slice, assemble (copies; matmul lives in kernels/cpu/matmul.h).
+// Layout ops: transpose, reshape, slice, assemble, broadcast (copies) and extract (one element as
+// a scalar);
+// matmul lives in kernels/cpu/matmul.h.
 #pragma once
 
 #include <algorithm>
@@ -54,6 +56,28 @@ void Assemble(Ctx& ctx, Tile<D, R, C>& o, const Tile<D, R, C>& dst, const Tile<D
   o = dst;
   for (int64_t r = 0; r < src.vr; ++r)
     for (int64_t c = 0; c < src.vc; ++c) o.at(i + r, j + c) = src.at(r, c);
+}
+
+// An R2 x 1, 1 x C2 or 1 x 1 tile repeated to R2 x C2 (exact copies, any dtype).
+template <DT D, int R, int C, int R2, int C2>
+void Broadcast(Ctx&, Tile<D, R2, C2>& o, const Tile<D, R, C>& a) {
+  static_assert((R == 1 || R == R2) && (C == 1 || C == C2), "broadcast repeats dims of size 1");
+  for (int64_t r = 0; r < R2; ++r)
+    for (int64_t c = 0; c < C2; ++c) o.at(r, c) = a.at(R == 1 ? 0 : r, C == 1 ? 0 : c);
+  o.vr = R == 1 ? R2 : a.vr;
+  o.vc = C == 1 ? C2 : a.vc;
+}
+
+// One element of the valid region as a scalar (an error outside it, as in the interpreter).
+template <DT D, int R, int C>
+ScalarC<D> Extract(Ctx& ctx, const Tile<D, R, C>& a, int64_t r, int64_t c, const char* where) {
+  if (r < 0 || r >= a.vr || c < 0 || c >= a.vc) {
+    ctx.Error("%s: element [%lld, %lld] is outside the valid region %lldx%lld of the %dx%d tile",
+              where, static_cast<long long>(r), static_cast<long long>(c),
+              static_cast<long long>(a.vr), static_cast<long long>(a.vc), R, C);
+    return {};
+  }
+  return a.at(r, c);
 }
 
 }  // namespace ptox::cpu

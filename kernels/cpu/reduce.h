@@ -176,14 +176,6 @@ void ColReduce(Ctx& ctx, Tile<D, 1, C>& o, const Tile<D, R, C>& a, const char* w
   }
 }
 
-// x beats best for argmax: NaN beats everything (first NaN wins), +0 beats -0.
-inline bool Beats(float x, float best) {
-  if (best != best) return false;
-  if (x != x) return true;
-  if (x == 0.0f && best == 0.0f) return !__builtin_signbit(x) && __builtin_signbit(best);
-  return x > best;
-}
-
 template <DT D, int R, int C>
 void RowArgmax(Ctx& ctx, Tile<DT::kI32, R, 1>& o, const Tile<D, R, C>& a, const char* where) {
   std::fill(o.v, o.v + R, 0);
@@ -196,10 +188,7 @@ void RowArgmax(Ctx& ctx, Tile<DT::kI32, R, 1>& o, const Tile<D, R, C>& a, const 
     }
     int64_t best = 0;
     for (int64_t c = 1; c < a.vc; ++c) {
-      bool wins;
-      if constexpr (IsFloatDT(D)) wins = Beats(a.at(r, c), a.at(r, best));
-      else wins = a.at(r, c) > a.at(r, best);
-      if (wins) best = c;
+      if (scalar::ArgmaxGt(a.at(r, c), a.at(r, best))) best = c;
     }
     o.v[r] = static_cast<int32_t>(best);
   }

@@ -11,11 +11,11 @@ namespace ptox::interp {
 
 // tile.load, tile.store, tile.full (eval_memory.cc).
 std::optional<RtValue> EvalMemoryOp(const ir::OpStmt& op, const Env& env);
-// Binary, unary, compare, select, cast (eval_elementwise.cc).
+// Binary, unary, compare, select, causal_mask, cast (eval_elementwise.cc).
 RtValue EvalElementwiseOp(const ir::OpStmt& op, const Env& env);
 // Reductions, argmax, row / col expand (eval_reduce.cc).
 RtValue EvalReduceOp(const ir::OpStmt& op, const Env& env);
-// Transpose, reshape, slice, assemble, matmul (eval_layout.cc).
+// Transpose, reshape, slice, assemble, broadcast, extract, matmul (eval_layout.cc).
 RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env);
 // arith.*, tensor.dim (eval_scalar.cc).
 RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env);

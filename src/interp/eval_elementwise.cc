@@ -1,8 +1,9 @@
-// Elementwise tile ops: binary, unary, compare, select and cast. Every op computes all
+// Elementwise tile ops: binary, unary, compare, select, causal_mask and cast. Every op computes all
 // rows x cols elements (padding included, so results are deterministic); integer errors
 // (overflow, division by zero, out-of-range casts) are runtime errors inside the result's valid
 // region and produce 0 in the padding.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "interp/eval.h"
@@ -127,6 +128,18 @@ RtValue EvalSelect(const ir::OpStmt& op, const Env& env) {
   return std::make_shared<const Tile>(std::move(out));
 }
 
+// tile.causal_mask %x, %k: -inf where c - r > k (above diagonal k: numpy's tril(x, k) with -inf
+// for 0), else x; every element, padding included. c - r is small (tile extents), so nothing
+// overflows.
+RtValue EvalCausalMask(const ir::OpStmt& op, const Env& env) {
+  const Tile& a = env.GetTile(op.args()[0]);
+  const int64_t k = env.GetIndex(op.args()[1]);
+  Tile out = ResultLike(a, Rhs{}, a.dtype);
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t c = 0; c < a.cols; ++c) out.F(r, c) = c - r > k ? -INFINITY : a.F(r, c);
+  return std::make_shared<const Tile>(std::move(out));
+}
+
 RtValue EvalCast(const ir::OpStmt& op, const Env& env) {
   const Tile& a = env.GetTile(op.args()[0]);
   const DType to = op.result()->type.dtype();
@@ -159,6 +172,7 @@ RtValue EvalElementwiseOp(const ir::OpStmt& op, const Env& env) {
     case ir::OpFamily::kCompare: return EvalBinary(op, env, /*compare=*/true);
     case ir::OpFamily::kUnary: return EvalUnary(op, env);
     case ir::OpFamily::kSelect: return EvalSelect(op, env);
+    case ir::OpFamily::kCausalMask: return EvalCausalMask(op, env);
     case ir::OpFamily::kCast: return EvalCast(op, env);
     default: PTOX_ICHECK(false) << "not an elementwise op: " << OpWhere(op);
   }

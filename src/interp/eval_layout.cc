@@ -1,5 +1,5 @@
-// Layout ops (transpose, reshape, slice, assemble) and matmul / matmul_acc with f32 accumulation
-// in increasing k order, product rounded before the add (no fused multiply-add).
+// Layout ops (transpose, reshape, slice, assemble, broadcast, extract) and matmul / matmul_acc with
+// f32 accumulation in increasing k order, product rounded before the add (no fused multiply-add).
 #include <algorithm>
 
 #include "interp/eval.h"
@@ -63,6 +63,30 @@ RtValue EvalAssemble(const ir::OpStmt& op, const Env& env) {
   return Share(std::move(out));
 }
 
+// tile.broadcast %v : tile<RxC>: element (i, j) is v's (0 or i, 0 or j); a repeated dim is
+// valid in full, the other keeps v's valid extent.
+RtValue EvalBroadcast(const ir::OpStmt& op, const Tile& a) {
+  const ir::Type& to = op.result()->type;
+  Tile out = Tile::Make(to.rows(), to.cols(), a.dtype);
+  out.valid_rows = a.rows == 1 ? out.rows : a.valid_rows;
+  out.valid_cols = a.cols == 1 ? out.cols : a.valid_cols;
+  for (int64_t r = 0; r < out.rows; ++r)
+    for (int64_t c = 0; c < out.cols; ++c)
+      out.CopyFrom(a, a.rows == 1 ? 0 : r, a.cols == 1 ? 0 : c, r, c);
+  return Share(std::move(out));
+}
+
+// tile.extract %t[%r, %c]: one element of the valid region as a scalar of the tile's dtype.
+RtValue EvalExtract(const ir::OpStmt& op, const Env& env) {
+  const Tile& a = env.GetTile(op.args()[0]);
+  const int64_t r = env.GetIndex(op.args()[1]);
+  const int64_t c = env.GetIndex(op.args()[2]);
+  PTOX_RUNTIME_CHECK(r >= 0 && r < a.valid_rows && c >= 0 && c < a.valid_cols)
+      << OpWhere(op) << ": element [" << r << ", " << c << "] is outside the valid region "
+      << a.valid_rows << "x" << a.valid_cols << " of the " << a.rows << "x" << a.cols << " tile";
+  return a.is_float() ? Scalar::Float(a.dtype, a.F(r, c)) : Scalar::Int(a.dtype, a.I(r, c));
+}
+
 bool TransposeB(const ir::OpStmt& op) {
   auto it = op.attrs().find("transpose_b");
   return it != op.attrs().end() && std::get<bool>(it->second);
@@ -111,6 +135,8 @@ RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env) {
     case ir::OpFamily::kReshape: return EvalReshape(op, env.GetTile(op.args()[0]));
     case ir::OpFamily::kSlice: return EvalSlice(op, env);
     case ir::OpFamily::kAssemble: return EvalAssemble(op, env);
+    case ir::OpFamily::kExtract: return EvalExtract(op, env);
+    case ir::OpFamily::kBroadcast: return EvalBroadcast(op, env.GetTile(op.args()[0]));
     case ir::OpFamily::kMatmul: return EvalMatmul(op, env, /*acc=*/false);
     case ir::OpFamily::kMatmulAcc: return EvalMatmul(op, env, /*acc=*/true);
     default: PTOX_ICHECK(false) << "not a layout op: " << OpWhere(op);

@@ -57,15 +57,6 @@ RtValue EvalReduce(const ir::OpStmt& op, const Env& env, bool rows) {
   return std::make_shared<const Tile>(std::move(out));
 }
 
-// x is a strictly greater candidate than `best` for argmax: NaN beats everything (the first NaN
-// wins), and +0 beats -0, matching scalar::Max.
-bool Beats(float x, float best) {
-  if (std::isnan(best)) return false;
-  if (std::isnan(x)) return true;
-  if (x == 0.0f && best == 0.0f) return !std::signbit(x) && std::signbit(best);
-  return x > best;
-}
-
 RtValue EvalArgmax(const ir::OpStmt& op, const Env& env) {
   const Tile& a = env.GetTile(op.args()[0]);
   Tile out = Tile::Make(a.rows, 1, DType::kI32);
@@ -76,7 +67,9 @@ RtValue EvalArgmax(const ir::OpStmt& op, const Env& env) {
         << "x" << a.cols << " tile is " << a.valid_rows << "x" << a.valid_cols << ")";
     int64_t best = 0;
     for (int64_t c = 1; c < a.valid_cols; ++c) {
-      bool wins = a.is_float() ? Beats(a.F(r, c), a.F(r, best)) : a.I(r, c) > a.I(r, best);
+      // argmax's order (kernels/scalar.h ArgmaxGt): the first NaN wins, +0 beats -0.
+      bool wins = a.is_float() ? FloatCompare(Fn::kArgmaxGt, a.F(r, c), a.F(r, best))
+                               : IntCompare(Fn::kArgmaxGt, a.I(r, c), a.I(r, best));
       if (wins) best = c;
     }
     out.I(r, 0) = best;

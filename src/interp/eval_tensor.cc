@@ -19,16 +19,11 @@ namespace {
 // Keeps element offsets and byte sizes far from int64 overflow.
 constexpr int64_t kMaxElements = int64_t{1} << 48;
 
-std::string ShapeStr(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (size_t k = 0; k < shape.size(); ++k) s += (k ? "x" : "") + std::to_string(shape[k]);
-  return shape.empty() ? "scalar" : s;
-}
-
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * shape[d + 1];
-  return st;
+// offset + size for a message: exact also past INT64_MAX (an offset near it is a user's input).
+std::string End(int64_t offset, int64_t size) {
+  int64_t end = 0;
+  if (!__builtin_add_overflow(offset, size, &end)) return std::to_string(end);
+  return std::to_string(static_cast<uint64_t>(offset) + static_cast<uint64_t>(size));
 }
 
 int64_t Product(const std::vector<int64_t>& shape, size_t lo, size_t hi) {
@@ -51,46 +46,33 @@ int64_t CheckedNumel(const ir::OpStmt& op, const std::vector<int64_t>& shape) {
   return empty ? 0 : nonzero;
 }
 
-// Calls f(offsets) for every index of `shape` in row-major order; offsets[i] is base[i] plus the
-// dot product of the index with strides[i] (in elements; a 0 stride broadcasts).
-template <size_t N, typename F>
-void Walk(const std::vector<int64_t>& shape, const std::array<std::vector<int64_t>, N>& strides,
-          std::array<int64_t, N> off, F&& f) {
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return;
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (;;) {
-    f(off);
-    int d = static_cast<int>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      for (size_t i = 0; i < N; ++i) off[i] += strides[i][d];
-      if (++idx[d] < shape[d]) break;
-      for (size_t i = 0; i < N; ++i) off[i] -= strides[i][d] * shape[d];
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
-
-// A tensor view (any strides) as a dense value; bf16 / f16 widen exactly.
+// A tensor view (any strides) as a dense value; bf16 / f16 widen exactly, bool reads 0 / 1.
 Dense Read(const ir::OpStmt& op, const Tensor& t) {
-  PTOX_ICHECK(IsFloat(t.dtype)) << OpWhere(op) << ": tensor ops compute on float tensors";
   Dense out = MakeDense(op, t.dtype, t.shape);
   const char* base = static_cast<const char*>(t.data);
   const int64_t bytes = DTypeBytes(t.dtype);
+  const bool is_float = IsFloat(t.dtype);
   int64_t k = 0;
   Walk<1>(t.shape, {t.EffectiveStrides()}, {0}, [&](const std::array<int64_t, 1>& o) {
-    out.f[k++] = ReadFloat(t.dtype, base + o[0] * bytes);
+    if (is_float)
+      out.f[k++] = ReadFloat(t.dtype, base + o[0] * bytes);
+    else
+      out.i[k++] = ReadInt(t.dtype, base + o[0] * bytes);
   });
   return out;
 }
 
-// Writes a dense value into a tensor view of the same shape and dtype (any strides).
+// Writes a dense value into a tensor view of its shape and dtype (any strides).
 void Write(const Dense& v, const Tensor& t) {
   char* base = static_cast<char*>(t.data);
   const int64_t bytes = DTypeBytes(t.dtype);
+  const bool is_float = IsFloat(t.dtype);
   int64_t k = 0;
   Walk<1>(t.shape, {t.EffectiveStrides()}, {0}, [&](const std::array<int64_t, 1>& o) {
-    WriteFloat(t.dtype, base + o[0] * bytes, v.f[k++]);
+    if (is_float)
+      WriteFloat(t.dtype, base + o[0] * bytes, v.f[k++]);
+    else
+      WriteInt(t.dtype, base + o[0] * bytes, v.i[k++]);
   });
 }
 
@@ -122,7 +104,11 @@ Dense Arg(const ir::OpStmt& op, const Env& env, size_t k, DType dtype) {
   if (IsTensorOperand(o)) return Read(op, env.GetTensor(o));
   Dense s;
   s.dtype = dtype;
-  s.f = {env.GetScalar(o, dtype, OpWhere(op)).f};
+  const Scalar x = env.GetScalar(o, dtype, OpWhere(op));
+  if (IsFloat(dtype))
+    s.f = {x.f};
+  else
+    s.i = {x.i};
   return s;
 }
 
@@ -248,13 +234,31 @@ const Tensor* EvalEmpty(const ir::OpStmt& op, Env& env) {
   return OwnTensor(op, env, op.result()->type.dtype(), shape);
 }
 
+// tensor.store %v, %dst: the whole tensor; %v, %dst[offsets]: the box of v's shape at the
+// offsets, every dim checked before anything is written.
 void EvalStore(const ir::OpStmt& op, const Env& env) {
   Dense v = Arg(op, env, 0, DType::kF32);
   const Tensor& dst = env.GetTensor(op.args()[1]);
-  PTOX_ICHECK(dst.shape == v.shape)
-      << OpWhere(op) << ": a value of shape " << ShapeStr(v.shape)
-      << " does not fit the destination of shape " << ShapeStr(dst.shape);
-  Write(v, dst);
+  if (op.args().size() == 2) {
+    PTOX_ICHECK(dst.shape == v.shape)
+        << OpWhere(op) << ": a value of shape " << ShapeStr(v.shape)
+        << " does not fit the destination of shape " << ShapeStr(dst.shape);
+    return Write(v, dst);
+  }
+  const std::vector<int64_t> strides = dst.EffectiveStrides();
+  int64_t base = 0;
+  for (int d = 0; d < dst.rank(); ++d) {
+    const int64_t o = env.GetIndex(op.args()[2 + d]);
+    PTOX_RUNTIME_CHECK(o >= 0 && o <= dst.shape[d] - v.shape[d])
+        << OpWhere(op) << ": [" << o << ", " << End(o, v.shape[d]) << ") is out of bounds in dim "
+        << d << " of a tensor of shape " << ShapeStr(dst.shape);
+    base += o * strides[d];
+  }
+  Tensor box = dst;
+  box.data = static_cast<char*>(dst.data) + base * DTypeBytes(dst.dtype);
+  box.shape = v.shape;
+  box.strides = strides;
+  Write(v, box);
 }
 
 Dense EvalReduce(const ir::OpStmt& op, const Env& env) {
@@ -293,6 +297,17 @@ Dense EvalCompositeOp(const ir::OpStmt& op, const Env& env) {
   return EvalComposite(op, args);
 }
 
+// tensor.select %cond, %a, %b: b may be a scalar of a's dtype; all three broadcast together.
+Dense EvalSelect(const ir::OpStmt& op, const Env& env) {
+  Dense cond = Arg(op, env, 0, DType::kBool);
+  Dense a = Arg(op, env, 1, DType::kF32);
+  Dense b = Arg(op, env, 2, a.dtype);
+  CheckSameSymbols(op, 0, cond, 1, a);
+  CheckSameSymbols(op, 0, cond, 2, b);
+  CheckSameSymbols(op, 1, a, 2, b);
+  return Select(op, cond, a, b);
+}
+
 // The ops with a result, as a dense value.
 Dense EvalValue(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
@@ -302,6 +317,23 @@ Dense EvalValue(const ir::OpStmt& op, Env& env) {
       CheckSameSymbols(op, 0, a, 1, b);
       return Binary(op, FnOf(op.op()), a, b);
     }
+    case ir::OpFamily::kTensorCompare: {
+      Dense a = Arg(op, env, 0, DType::kF32);
+      Dense b = Arg(op, env, 1, a.dtype);
+      CheckSameSymbols(op, 0, a, 1, b);
+      return Compare(op, FnOf(op.op()), a, b);
+    }
+    case ir::OpFamily::kTensorSelect: return EvalSelect(op, env);
+    case ir::OpFamily::kTensorCausalMask:
+      return CausalMask(Arg(op, env, 0, DType::kF32), env.GetIndex(op.args()[1]));
+    case ir::OpFamily::kTensorArgmax: {
+      Dense a = Arg(op, env, 0, DType::kF32);
+      const int axis =
+          ir::NormalizeAxis(ir::IntAttr(op.attrs(), "axis", -1), a.rank(), OpWhere(op), op.span());
+      return Argmax(op, a, axis, ir::BoolAttr(op.attrs(), "keepdims", false));
+    }
+    case ir::OpFamily::kTensorGather:
+      return Gather(op, Arg(op, env, 0, DType::kF32), Arg(op, env, 1, DType::kF32));
     case ir::OpFamily::kTensorUnary: return Unary(FnOf(op.op()), Arg(op, env, 0, DType::kF32));
     case ir::OpFamily::kTensorCast:
       return CastTo(op.result()->type.dtype(), Arg(op, env, 0, DType::kF32));
@@ -325,13 +357,51 @@ Dense EvalValue(const ir::OpStmt& op, Env& env) {
 
 }  // namespace
 
+std::string ShapeStr(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t k = 0; k < shape.size(); ++k) s += (k ? "x" : "") + std::to_string(shape[k]);
+  return shape.empty() ? "scalar" : s;
+}
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * shape[d + 1];
+  return st;
+}
+
+Broadcast BroadcastOf(const ir::OpStmt& op, const std::vector<const Dense*>& xs) {
+  int r = 0;
+  for (const Dense* x : xs) r = std::max(r, x->rank());
+  Broadcast out;
+  out.shape.assign(r, 1);
+  out.strides.assign(xs.size(), std::vector<int64_t>(r, 0));
+  for (int k = 0; k < r; ++k) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int ki = k - (r - xs[i]->rank());
+      const int64_t n = ki >= 0 ? xs[i]->shape[ki] : 1;
+      PTOX_ICHECK(n == out.shape[k] || n == 1 || out.shape[k] == 1)
+          << OpWhere(op) << ": operand shapes do not broadcast (" << ShapeStr(xs[i]->shape)
+          << " in dim " << k << " of the result, which is " << out.shape[k] << ")";
+      if (n != 1) out.shape[k] = n;
+    }
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int ki = k - (r - xs[i]->rank());
+      if (ki >= 0 && xs[i]->shape[ki] != 1) out.strides[i][k] = RowMajorStrides(xs[i]->shape)[ki];
+    }
+  }
+  return out;
+}
+
 Dense MakeDense(const ir::OpStmt& op, DType dtype, std::vector<int64_t> shape) {
   const int64_t n = CheckedNumel(op, shape);
   Dense d;
   d.dtype = dtype;
   d.shape = std::move(shape);
   try {
-    d.f.assign(n, 0.0f);
+    if (IsFloat(dtype))
+      d.f.assign(n, 0.0f);
+    else
+      d.i.assign(n, 0);
   } catch (const std::bad_alloc&) {
     PTOX_RUNTIME_CHECK(false) << OpWhere(op) << ": out of memory for a tensor of shape "
                               << ShapeStr(d.shape);
@@ -347,22 +417,10 @@ Dense ScalarOf(DType dtype, double v) {
 }
 
 Dense Binary(const ir::OpStmt& op, Fn fn, const Dense& a, const Dense& b) {
-  const int r = std::max(a.rank(), b.rank());
-  const std::vector<int64_t> st_a = RowMajorStrides(a.shape), st_b = RowMajorStrides(b.shape);
-  std::vector<int64_t> shape(r), sa(r, 0), sb(r, 0);
-  for (int k = 0; k < r; ++k) {
-    const int ka = k - (r - a.rank()), kb = k - (r - b.rank());
-    const int64_t x = ka >= 0 ? a.shape[ka] : 1, y = kb >= 0 ? b.shape[kb] : 1;
-    PTOX_ICHECK(x == y || x == 1 || y == 1)
-        << OpWhere(op) << ": shapes " << ShapeStr(a.shape) << " and " << ShapeStr(b.shape)
-        << " do not broadcast";
-    shape[k] = x == 1 ? y : x;
-    if (x != 1) sa[k] = st_a[ka];
-    if (y != 1) sb[k] = st_b[kb];
-  }
-  Dense out = MakeDense(op, a.dtype, shape);
+  const Broadcast bc = BroadcastOf(op, {&a, &b});
+  Dense out = MakeDense(op, a.dtype, bc.shape);
   int64_t k = 0;
-  Walk<2>(shape, {sa, sb}, {0, 0}, [&](const std::array<int64_t, 2>& o) {
+  Walk<2>(bc.shape, {bc.strides[0], bc.strides[1]}, {0, 0}, [&](const std::array<int64_t, 2>& o) {
     out.f[k++] = RoundTo(a.dtype, FloatBinary(fn, a.f[o[0]], b.f[o[1]]));
   });
   return out;
@@ -409,17 +467,6 @@ Dense Reduce(const ir::OpStmt& op, Fn fn, const Dense& a, int axis, bool keepdim
   }
   return out;
 }
-
-namespace {
-
-// offset + size for a message: exact also past INT64_MAX (an offset near it is a user's input).
-std::string End(int64_t offset, int64_t size) {
-  int64_t end = 0;
-  if (!__builtin_add_overflow(offset, size, &end)) return std::to_string(end);
-  return std::to_string(static_cast<uint64_t>(offset) + static_cast<uint64_t>(size));
-}
-
-}  // namespace
 
 Dense Slice(const ir::OpStmt& op, const Dense& a, const std::vector<int64_t>& offsets,
             const std::vector<int64_t>& sizes) {

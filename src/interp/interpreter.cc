@@ -152,6 +152,7 @@ class Interpreter {
       case ir::OpFamily::kUnary:
       case ir::OpFamily::kCompare:
       case ir::OpFamily::kSelect:
+      case ir::OpFamily::kCausalMask:
       case ir::OpFamily::kCast: r = EvalElementwiseOp(op, env_); break;
       case ir::OpFamily::kRowReduce:
       case ir::OpFamily::kColReduce:
@@ -162,6 +163,8 @@ class Interpreter {
       case ir::OpFamily::kReshape:
       case ir::OpFamily::kSlice:
       case ir::OpFamily::kAssemble:
+      case ir::OpFamily::kExtract:
+      case ir::OpFamily::kBroadcast:
       case ir::OpFamily::kMatmul:
       case ir::OpFamily::kMatmulAcc: r = EvalLayoutOp(op, env_); break;
       case ir::OpFamily::kScalarBinary:

@@ -315,28 +315,40 @@ class Parser {
         Expect(TokenKind::kComma, "',' after the operand");
       }
       args.push_back(ParseOperand("as operand of ", name));
-      PTOX_CHECK(Is(TokenKind::kLBracket), SpanOf(tok_))
-          << "expected '[' and offsets after the indexed operand of " << name << " (%t[i, j]), got "
-          << DescribeToken(tok_);
-      Take();
-      if (!TryTake(TokenKind::kRBracket)) {
-        do {
-          args.push_back(ParseOperand("as offset"));
-        } while (TryTake(TokenKind::kComma));
-        Expect(TokenKind::kRBracket, "',' or ']' after offset");
-      }
+      // tensor.store without offsets stores the whole tensor.
+      if (*op != OpCode::kTensorStore || Is(TokenKind::kLBracket)) ParseOffsets(name, args);
     }
+    return FinishOp(span, results, *op, std::move(args));
+  }
+
+  // `[o0, o1, ...]` after an indexed operand, appended to `args`.
+  void ParseOffsets(std::string_view name, std::vector<Operand>& args) {
+    PTOX_CHECK(Is(TokenKind::kLBracket), SpanOf(tok_))
+        << "expected '[' and offsets after the indexed operand of " << name << " (%t[i, j]), got "
+        << DescribeToken(tok_);
+    Take();
+    if (TryTake(TokenKind::kRBracket)) return;
+    do {
+      args.push_back(ParseOperand("as offset"));
+    } while (TryTake(TokenKind::kComma));
+    Expect(TokenKind::kRBracket, "',' or ']' after offset");
+  }
+
+  // The rest of an op after its operands: attributes, the declared type, the result.
+  StmtRef FinishOp(const Span& span, const std::vector<Token>& results, OpCode op,
+                   std::vector<Operand> args) {
+    std::string_view name = OpName(op);
     Attrs attrs;
     if (Is(TokenKind::kLBrace)) attrs = ParseAttrs();
     std::optional<Type> declared;
     if (TryTake(TokenKind::kColon)) declared = ParseType("after ':'");
-    std::optional<Type> type = InferOpType(*op, args, attrs, declared, span);
+    std::optional<Type> type = InferOpType(op, args, attrs, declared, span);
     PTOX_CHECK(type.has_value() || results.empty(), span) << name << " has no result";
     PTOX_CHECK(!type.has_value() || results.size() == 1, span)
         << name << " has one result; write '%name = " << name << " ...'";
     std::vector<Value> values;
     if (type) values.push_back(Bind(results[0], *type));
-    return OpStmt::Make(*op, std::move(args), std::move(attrs), std::move(values), span);
+    return OpStmt::Make(op, std::move(args), std::move(attrs), std::move(values), span);
   }
 
   // [%r, ... =] for %iv = LB to UB step S [parallel|unroll] [iter(%x = INIT, ...)] { ... }

@@ -134,7 +134,7 @@ class Printer {
     const auto& args = op.args();
     std::string operands;
     int idx = IndexedOperandPos(FamilyOf(op.op()));
-    if (idx < 0) {
+    if (idx < 0 || static_cast<int>(args.size()) <= idx + 1) {  // also a whole tensor.store
       operands = Uses(args, 0, args.size());
     } else {
       operands = Uses(args, 0, idx);

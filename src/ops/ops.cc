@@ -32,7 +32,7 @@ std::optional<OpCode> LookupOp(std::string_view name) {
 bool HasExplicitType(OpFamily f) {
   return f == OpFamily::kLoad || f == OpFamily::kFull || f == OpFamily::kCast ||
          f == OpFamily::kReshape || f == OpFamily::kSlice || f == OpFamily::kScalarCast ||
-         f == OpFamily::kTensorCast || f == OpFamily::kTensorReshape ||
+         f == OpFamily::kBroadcast || f == OpFamily::kTensorCast || f == OpFamily::kTensorReshape ||
          f == OpFamily::kTensorSlice || f == OpFamily::kTensorEmpty;
 }
 
@@ -40,9 +40,11 @@ int IndexedOperandPos(OpFamily f) {
   switch (f) {
     case OpFamily::kLoad:
     case OpFamily::kSlice:
+    case OpFamily::kExtract:
     case OpFamily::kTensorSlice: return 0;
     case OpFamily::kStore:
-    case OpFamily::kAssemble: return 1;
+    case OpFamily::kAssemble:
+    case OpFamily::kTensorStore: return 1;
     default: return -1;
   }
 }

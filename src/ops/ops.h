@@ -15,10 +15,12 @@ enum class OpCode : uint16_t {
 enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
-  kMatmulAcc, kScalarBinary, kScalarCompare, kScalarSelect, kScalarCast, kAssert, kDim,
+  kMatmulAcc, kBroadcast, kExtract, kCausalMask, kScalarBinary, kScalarCompare, kScalarSelect,
+  kScalarCast, kAssert, kDim,
   // Tensor level.
-  kTensorBinary, kTensorUnary, kTensorCast, kTensorReduce, kTensorMatmul, kTensorReshape,
-  kTensorTranspose, kTensorSlice, kTensorConcat, kTensorEmpty, kTensorStore, kComposite,
+  kTensorBinary, kTensorUnary, kTensorCast, kTensorCompare, kTensorSelect, kTensorCausalMask,
+  kTensorReduce, kTensorArgmax, kTensorMatmul, kTensorReshape, kTensorTranspose, kTensorSlice,
+  kTensorConcat, kTensorGather, kTensorEmpty, kTensorStore, kComposite,
 };
 
 // Tensor-level families (whole-tensor ops that convert-tensor-to-tile lowers).
@@ -38,7 +40,8 @@ inline OpFamily FamilyOf(OpCode op) { return GetOpInfo(op).family; }
 // Text format: ops whose result type cannot be inferred print it (`: tile<...>`).
 bool HasExplicitType(OpFamily family);
 // Indexed ops print `%t[%i, %j]` for the operand at this position (-1: plain operand list).
-// load / slice / tensor.slice: position 0; store / assemble: position 1.
+// load / slice / extract / tensor.slice: position 0; store / assemble / tensor.store: position 1
+// (tensor.store's offsets are optional: without them it stores the whole tensor).
 int IndexedOperandPos(OpFamily family);
 // Ops that produce no SSA result (side effects only: a write, or a run-time check).
 inline bool HasNoResult(OpFamily family) {

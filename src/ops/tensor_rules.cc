@@ -1,6 +1,9 @@
-// Type rules of the tensor-level ops: numpy broadcasting, reductions, matmul, layout, buffers and
-// composites. Tensor ops compute on float tensors (f32, bf16, f16) of rank 1..4.
+// Type rules of the tensor-level ops: numpy broadcasting, compares and select, reductions and
+// argmax, matmul, layout, gather, buffers and composites. Tensor ops compute on float tensors
+// (f32, bf16, f16) of rank 1..4; compares make bool tensors, argmax i32 ones, gather reads integer
+// ids, and buffers (tensor.empty, tensor.store) hold any dtype but index.
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <string>
 
@@ -91,6 +94,15 @@ class TensorChecker {
         << OpName(op_) << " computes on float tensors, got " << a.type().ToString();
     return a.value()->type;
   }
+  // A tensor operand of any dtype tensors hold (all but index).
+  const Type& AnyTensor(size_t i) const {
+    PTOX_CHECK(i < args_.size(), span_) << OpName(op_) << " needs a tensor operand " << i;
+    const Operand& a = args_[i];
+    PTOX_CHECK(a.is_value() && a.type().is_tensor() && a.type().dtype() != DType::kIndex, span_)
+        << OpName(op_) << " operand " << i << " must be a tensor, got "
+        << (a.is_value() ? a.type().ToString() : std::string("an immediate"));
+    return a.value()->type;
+  }
   void Index(size_t i) const {
     PTOX_CHECK(i < args_.size(), span_) << OpName(op_) << " needs an index operand " << i;
     const Operand& a = args_[i];
@@ -147,6 +159,75 @@ Type Reduce(const TensorChecker& c, OpCode op, const Type& a, const Attrs& attrs
     shape.erase(shape.begin() + axis);
   }
   return Type::Tensor(shape, a.dtype());
+}
+
+// tensor.argmax: a reduction's shape with i32 indices; an empty axis has no maximum.
+Type Argmax(const TensorChecker& c, const Type& a, const Attrs& attrs) {
+  const int axis = NormalizeAxis(IntAttr(attrs, "axis", -1), a.rank(), c.name(), c.span());
+  const Dim& d = a.shape()[axis];
+  PTOX_CHECK(!d.is_static() || d.size > 0, c.span())
+      << c.name() << " over an empty axis " << axis << " of " << a.ToString();
+  PTOX_CHECK(!d.is_static() || d.size - 1 <= INT32_MAX, c.span())
+      << c.name() << " indices of axis " << axis << " of " << a.ToString() << " do not fit in i32";
+  return Reduce(c, OpCode::kTensorSum, a, attrs).WithDType(DType::kI32);
+}
+
+// tensor.select %cond, %a, %b: a bool condition, a float tensor and a tensor or scalar of its
+// dtype, all broadcast together.
+Type Select(const TensorChecker& c, const Type& cond, const Type& a) {
+  PTOX_CHECK(cond.dtype() == DType::kBool, c.span())
+      << "tensor.select condition must be a bool tensor, got " << cond.ToString();
+  const Type ab = c.Broadcast(a, 2);
+  auto shape = BroadcastShapes(cond.shape(), ab.shape());
+  PTOX_CHECK(shape.has_value(), c.span()) << "tensor.select condition " << cond.ToString()
+                                          << " does not broadcast with " << ab.ToString();
+  return Type::Tensor(*shape, a.dtype());
+}
+
+// tensor.gather %table, %ids: rows of a 2-D float table by i32 / i64 ids of any shape.
+Type Gather(const TensorChecker& c, const Type& table, const Type& ids) {
+  PTOX_CHECK(table.rank() == 2, c.span())
+      << "tensor.gather needs a 2-D table [rows, cols], got " << table.ToString();
+  PTOX_CHECK(ids.dtype() == DType::kI32 || ids.dtype() == DType::kI64, c.span())
+      << "tensor.gather ids must be an i32 or i64 tensor, got " << ids.ToString();
+  PTOX_CHECK(ids.rank() < kMaxTensorRank, c.span())
+      << "tensor.gather result would have rank " << ids.rank() + 1 << " (at most " << kMaxTensorRank
+      << ")";
+  std::vector<Dim> shape = ids.shape();
+  shape.push_back(table.shape()[1]);
+  return Type::Tensor(shape, table.dtype());
+}
+
+// tensor.store %v, %dst or %v, %dst[offsets]: the whole tensor, or the box of v's shape at the
+// offsets (checked here when constant against static dims, else at run time).
+void Store(const TensorChecker& c, const std::vector<Operand>& args) {
+  const Type& v = c.AnyTensor(0);
+  const Type& dst = c.AnyTensor(1);
+  if (args.size() == 2) {
+    PTOX_CHECK(v == dst, c.span())
+        << "tensor.store needs a destination of the value's type: " << v.ToString() << " vs "
+        << dst.ToString();
+    return;
+  }
+  PTOX_CHECK(args.size() == static_cast<size_t>(dst.rank()) + 2, c.span())
+      << "tensor.store needs " << dst.rank() << " offsets for " << dst.ToString() << ", got "
+      << args.size() - 2;
+  PTOX_CHECK(v.rank() == dst.rank() && v.dtype() == dst.dtype(), c.span())
+      << "tensor.store at offsets needs a value of the destination's rank and dtype: "
+      << v.ToString() << " into " << dst.ToString();
+  for (int d = 0; d < dst.rank(); ++d) {
+    c.Index(2 + d);
+    const Operand& off = args[2 + d];
+    PTOX_CHECK(!off.is_int() || off.int_value() >= 0, c.span())
+        << "tensor.store offset " << off.int_value() << " in dim " << d << " is negative";
+    const Dim& want = v.shape()[d];
+    const Dim& have = dst.shape()[d];
+    if (!want.is_static() || !have.is_static()) continue;
+    const int64_t lo = off.is_int() ? off.int_value() : 0;
+    PTOX_CHECK(lo <= have.size - want.size, c.span())
+        << "tensor.store [" << lo << ", " << lo + want.size << ") is out of bounds in dim " << d
+        << " of " << dst.ToString();
+  }
 }
 
 Type Matmul(const TensorChecker& c, const Type& a, const Type& b, bool tb) {
@@ -310,7 +391,21 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
           << to.ToString();
       return to;
     }
+    case OpFamily::kTensorCompare:
+      c.Arity(2, 2);
+      return c.Broadcast(c.Tensor(0), 1).WithDType(DType::kBool);
+    case OpFamily::kTensorSelect: c.Arity(3, 3); return Select(c, c.AnyTensor(0), c.Tensor(1));
+    case OpFamily::kTensorCausalMask: {
+      c.Arity(2, 2);
+      const Type& x = c.Tensor(0);
+      PTOX_CHECK(x.rank() >= 2, span)
+          << "tensor.causal_mask needs a tensor of rank >= 2 ([..., T, S]), got " << x.ToString();
+      c.Index(1);
+      return x;
+    }
     case OpFamily::kTensorReduce: c.Arity(1, 1); return Reduce(c, op, c.Tensor(0), attrs);
+    case OpFamily::kTensorArgmax: c.Arity(1, 1); return Argmax(c, c.Tensor(0), attrs);
+    case OpFamily::kTensorGather: c.Arity(2, 2); return Gather(c, c.Tensor(0), c.AnyTensor(1));
     case OpFamily::kTensorMatmul:
       c.Arity(2, 2);
       return Matmul(c, c.Tensor(0), c.Tensor(1), BoolAttr(attrs, "transpose_b", false));
@@ -338,7 +433,7 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
     case OpFamily::kTensorConcat: c.Arity(2, 64); return Concat(c, args, attrs, declared);
     case OpFamily::kTensorEmpty: {
       Type to = c.Declared(declared);
-      PTOX_CHECK(IsFloat(to.dtype()), span) << "tensor.empty makes float tensors";
+      PTOX_CHECK(to.dtype() != DType::kIndex, span) << "tensor.empty cannot make index tensors";
       size_t symbols = 0;
       for (const Dim& d : to.shape()) {
         symbols += d.is_static() ? 0 : 1;
@@ -350,14 +445,10 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
       for (size_t i = 0; i < args.size(); ++i) c.Index(i);
       return to;
     }
-    case OpFamily::kTensorStore: {
-      c.Arity(2, 2);
-      const Type& v = c.Tensor(0);
-      const Type& dst = c.Tensor(1);
-      PTOX_CHECK(v == dst, span) << "tensor.store needs a destination of the value's type: "
-                                 << v.ToString() << " vs " << dst.ToString();
+    case OpFamily::kTensorStore:
+      c.Arity(2, 2 + kMaxTensorRank);
+      Store(c, args);
       return std::nullopt;
-    }
     case OpFamily::kComposite: return Composite(c, op, attrs);
     default: PTOX_ICHECK(false) << "not a tensor op: " << c.name();
   }

@@ -201,6 +201,13 @@ std::optional<Type> ElementwiseType(const Checker& c, OpCode op,
       c.TileOrScalar(2, a);
       return a;
     }
+    case OpFamily::kCausalMask: {
+      c.Arity(2);
+      const Type& a = c.Tile(0);
+      c.FloatOnly(a);
+      c.Index(1);
+      return a;
+    }
     case OpFamily::kCast: {
       c.Arity(1);
       const Type& a = c.Tile(0);
@@ -311,6 +318,30 @@ std::optional<Type> LayoutType(const Checker& c, OpCode op,
             << "tile.assemble offset " << off.int_value() << " is out of bounds (0.." << lim << ")";
       }
       return dst;
+    }
+    case OpFamily::kBroadcast: {
+      c.Arity(1);
+      const Type& a = c.Tile(0);
+      Type to = c.DeclaredTile(declared);
+      PTOX_CHECK(to.dtype() == a.dtype() && (a.rows() == 1 || a.rows() == to.rows()) &&
+                     (a.cols() == 1 || a.cols() == to.cols()),
+                 span)
+          << "tile.broadcast repeats a dim of size 1: " << a.ToString() << " -> " << to.ToString();
+      return to;
+    }
+    case OpFamily::kExtract: {
+      c.Arity(3);
+      const Type& a = c.Tile(0);
+      c.Index(1);
+      c.Index(2);
+      for (int i = 0; i < 2; ++i) {
+        const Operand& at = args[1 + i];
+        const int64_t extent = i == 0 ? a.rows() : a.cols();
+        PTOX_CHECK(!at.is_int() || (at.int_value() >= 0 && at.int_value() < extent), span)
+            << "tile.extract " << (i == 0 ? "row " : "column ") << at.int_value()
+            << " is out of bounds for " << a.ToString();
+      }
+      return Type::Scalar(a.dtype());
     }
     default: break;
   }
@@ -434,9 +465,11 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
     const bool is_int = std::holds_alternative<int64_t>(value);
     if (name == "axis")
       ok = is_int && (f == OpFamily::kTensorReduce || f == OpFamily::kTensorConcat ||
-                      op == OpCode::kTensorSoftmax || op == OpCode::kTensorLogSoftmax);
+                      f == OpFamily::kTensorArgmax || op == OpCode::kTensorSoftmax ||
+                      op == OpCode::kTensorLogSoftmax);
     if (name == "keepdims")
-      ok = f == OpFamily::kTensorReduce && std::holds_alternative<bool>(value);
+      ok = (f == OpFamily::kTensorReduce || f == OpFamily::kTensorArgmax) &&
+           std::holds_alternative<bool>(value);
     if (name == "dim0" || name == "dim1") ok = is_int && f == OpFamily::kTensorTranspose;
     if (name == "eps")
       ok = std::holds_alternative<double>(value) &&
@@ -447,7 +480,8 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
       ok = std::holds_alternative<bool>(value) &&
            (f == OpFamily::kLoad || f == OpFamily::kBinary || f == OpFamily::kUnary ||
             f == OpFamily::kSelect || f == OpFamily::kRowExpand || f == OpFamily::kColExpand ||
-            f == OpFamily::kCompare || f == OpFamily::kCast);
+            f == OpFamily::kCompare || f == OpFamily::kCast || f == OpFamily::kCausalMask ||
+            f == OpFamily::kBroadcast);
     if (name == "op" || name == "msg")
       ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";
@@ -472,6 +506,7 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kUnary:
     case OpFamily::kCompare:
     case OpFamily::kSelect:
+    case OpFamily::kCausalMask:
     case OpFamily::kCast: return ElementwiseType(c, op, args, attrs, declared);
     case OpFamily::kRowReduce:
     case OpFamily::kColReduce:
@@ -481,7 +516,9 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kTranspose:
     case OpFamily::kReshape:
     case OpFamily::kSlice:
-    case OpFamily::kAssemble: return LayoutType(c, op, args, attrs, declared);
+    case OpFamily::kAssemble:
+    case OpFamily::kBroadcast:
+    case OpFamily::kExtract: return LayoutType(c, op, args, attrs, declared);
     case OpFamily::kMatmul:
     case OpFamily::kMatmulAcc: return MatmulFamilyType(c, op, args, attrs, declared);
     default: return ScalarFamilyType(c, op, args, attrs, declared);

@@ -8,18 +8,17 @@ using ir::OpCode;
 
 bool IsInt(const ir::Operand& o, int64_t v) { return o.is_int() && o.int_value() == v; }
 
-// "AxBxC" with one '{}' per dim, and the dims as values.
-std::string ShapeHoles(const Shape& shape) {
-  std::string s;
-  for (size_t d = 0; d < shape.size(); ++d) s += d ? "x{}" : "{}";
-  return s;
-}
-
 ir::Operand Compare(BlockWriter& w, OpCode op, const ir::Operand& a, const ir::Operand& b) {
   return w.Op(op, {a, b}, {}, {}, "ok");
 }
 
 }  // namespace
+
+std::string ShapeHoles(const Shape& shape) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) s += d ? "x{}" : "{}";
+  return s;
+}
 
 ir::Operand Or(BlockWriter& w, const ir::Operand& a, const ir::Operand& b) {
   return w.Op(OpCode::kArithSelect, {a, a, b}, {}, {}, "ok");
@@ -36,23 +35,26 @@ void Assert(BlockWriter& w, const ir::Operand& ok, std::string_view op, std::str
   w.Op(OpCode::kArithAssert, std::move(args), {{"op", std::string(op)}, {"msg", std::move(msg)}});
 }
 
-void Window(BlockWriter& w, std::string_view op, int dim, const ir::Operand& offset, int64_t size,
-            const Shape& shape) {
+void Window(BlockWriter& w, std::string_view op, int dim, const ir::Operand& offset,
+            const ir::Operand& size, const Shape& shape) {
   const ir::Operand& extent = shape[dim];
-  if (offset.is_int() && extent.is_int() && offset.int_value() >= 0 &&
-      offset.int_value() <= extent.int_value() - size)
+  if (offset.is_int() && extent.is_int() && size.is_int() && offset.int_value() >= 0 &&
+      offset.int_value() <= extent.int_value() - size.int_value())
     return;  // holds statically (the type rule rejects the static failures)
-  // offset <= extent - size, with extent - size computed first: it cannot overflow (extent >= 0,
-  // size <= 2^48), while offset + size could for a huge offset.
-  ir::Operand limit = extent.is_int() ? ir::Operand::Int(extent.int_value() - size)
-                                      : w.Op(OpCode::kArithSub, {extent, ir::Operand::Int(size)});
+  // offset <= extent - size, with extent - size computed first: it cannot overflow (extent and
+  // size are in [0, 2^48]), while offset + size could for a huge offset.
+  ir::Operand limit = extent.is_int() && size.is_int()
+                          ? ir::Operand::Int(extent.int_value() - size.int_value())
+                          : w.Op(OpCode::kArithSub, {extent, size});
   ir::Operand ok = Compare(w, OpCode::kArithLe, offset, limit);
   if (!offset.is_int()) ok = And(w, Compare(w, OpCode::kArithGe, offset, ir::Operand::Int(0)), ok);
   std::vector<ir::Operand> values = {offset};
+  if (!size.is_int()) values.push_back(size);
   values.insert(values.end(), shape.begin(), shape.end());
+  const std::string size_text = size.is_int() ? std::to_string(size.int_value()) : "{}";
   Assert(w, ok, op,
-         "offset {} + size " + std::to_string(size) + " is out of bounds in dim " +
-             std::to_string(dim) + " of a tensor of shape " + ShapeHoles(shape),
+         "offset {} + size " + size_text + " is out of bounds in dim " + std::to_string(dim) +
+             " of a tensor of shape " + ShapeHoles(shape),
          std::move(values));
 }
 

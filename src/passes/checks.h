@@ -15,6 +15,9 @@ namespace ptox::passes::checks {
 // Index operands (immediates or SSA values) of a tensor's run-time shape, outermost first.
 using Shape = std::vector<ir::Operand>;
 
+// "{}x{}x{}": a message's holes for the dims of `shape` (passed as the assert's values).
+std::string ShapeHoles(const Shape& shape);
+
 // `a || b` and `a && b` on bool scalars (arith.select, which evaluates nothing twice).
 ir::Operand Or(BlockWriter& w, const ir::Operand& a, const ir::Operand& b);
 ir::Operand And(BlockWriter& w, const ir::Operand& a, const ir::Operand& b);
@@ -23,9 +26,10 @@ ir::Operand And(BlockWriter& w, const ir::Operand& a, const ir::Operand& b);
 void Assert(BlockWriter& w, const ir::Operand& ok, std::string_view op, std::string msg,
             std::vector<ir::Operand> values);
 
-// 0 <= offset and offset + size <= shape[dim]: the window [offset, offset + size) of a slice.
-void Window(BlockWriter& w, std::string_view op, int dim, const ir::Operand& offset, int64_t size,
-            const Shape& shape);
+// 0 <= offset and offset + size <= shape[dim]: the window [offset, offset + size) of a slice or
+// of a tensor.store at offsets (size an immediate or a run-time size).
+void Window(BlockWriter& w, std::string_view op, int dim, const ir::Operand& offset,
+            const ir::Operand& size, const Shape& shape);
 
 // A max / min along `axis` of a tensor of `shape` needs a non-empty axis unless the result is
 // empty (another dim is 0).

@@ -2,7 +2,8 @@
 // than a static last one (a loop inside the task accumulates tiles), transpose (tile.transpose of
 // the last two dims, or permuted offsets of leading dims), slice and concat (copies at shifted
 // offsets), reshape (rows regrouped with index arithmetic, or the last dim split / merged by
-// tile.reshape), and whole-tensor copies.
+// tile.reshape), and copies: whole tensors, and tensor.store at offsets (argmax and gather:
+// convert_index.cc).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -12,7 +13,6 @@
 #include "passes/convert_tensor_to_tile.h"
 
 namespace ptox::passes::convert {
-namespace {
 
 using ir::OpCode;
 
@@ -29,6 +29,8 @@ Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps) {
   if (r.is_static() && r.size > 0) t.rows = std::min(t.rows, r.size);
   return t;
 }
+
+namespace {
 
 checks::Shape ExtentsOf(const std::vector<NestDim>& dims) {
   checks::Shape shape;
@@ -290,6 +292,27 @@ void Reshape(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::O
 
 }  // namespace
 
+void TransposeInto(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& x,
+                   int d0, int d1, const ir::Value& dst) {
+  TransposeDims(w, ext, caps, x, std::min(d0, d1), std::max(d0, d1), dst);
+}
+
+void LowerStoreAt(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op) {
+  const ir::Value& v = op.args()[0].value();
+  const ir::Value& dst = op.args()[1].value();
+  std::vector<ir::Operand> at;
+  for (size_t k = 2; k < op.args().size(); ++k) {  // as index: compared with sizes below
+    const ir::Operand& o = op.args()[k];
+    const bool index = !o.is_value() || o.type().dtype() == DType::kIndex;
+    at.push_back(index ? o : w.Op(OpCode::kArithCast, {o}, {}, ir::Type::Scalar(DType::kIndex)));
+  }
+  checks::Shape shape;
+  for (const ir::Dim& d : dst->type.shape()) shape.push_back(ext.Of(w, d));
+  for (int d = 0; d < dst->type.rank(); ++d)
+    checks::Window(w, "tensor.store", d, at[d], ext.Of(w, v->type.shape()[d]), shape);
+  Copy(w, ext, caps, v->type.shape(), v, {}, dst, at);
+}
+
 void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
                const ir::Value& dst) {
   Copy(w, ext, caps, src->type.shape(), src, {}, dst, {});
@@ -305,6 +328,8 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
   const ir::Type& type = op.result()->type;
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorReduce: return Reduce(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorArgmax: return LowerArgmax(w, ext, caps, op, dst);
+    case ir::OpFamily::kTensorGather: return LowerGather(w, ext, caps, op, dst);
     case ir::OpFamily::kTensorTranspose:
       if (dst) Transpose(w, ext, caps, op, dst);
       return;
@@ -318,7 +343,8 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
       for (const ir::Dim& d : x->type.shape()) shape.push_back(ext.Of(w, d));
       for (int d = 0; d < x->type.rank(); ++d) {
         const ir::Dim& size = type.shape()[d];
-        if (size != x->type.shape()[d]) checks::Window(w, "tensor.slice", d, shift[d], size.size, shape);
+        if (size != x->type.shape()[d])
+          checks::Window(w, "tensor.slice", d, shift[d], ir::Operand::Int(size.size), shape);
       }
       if (dst) Copy(w, ext, caps, type.shape(), x, shift, dst, {});
       return;

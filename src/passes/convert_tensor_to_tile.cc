@@ -132,6 +132,9 @@ class TileBody {
     ir::Value tile;
     switch (ir::FamilyOf(op.op())) {
       case OpFamily::kTensorBinary: tile = Binary(op); break;
+      case OpFamily::kTensorCompare:
+      case OpFamily::kTensorSelect: tile = Elementwise(op); break;
+      case OpFamily::kTensorCausalMask: tile = CausalMask(op); break;
       case OpFamily::kTensorUnary:
         tile = w_.Op(*TileOp(ir::OpName(op.op()), "tile."), {Get(op.args()[0].value())}, {}, {},
                      res->name);
@@ -181,9 +184,11 @@ class TileBody {
     return {tile->type.rows(), tile->type.cols()};
   }
 
-  // Broadcasts a tile to rows x cols: -0.0 + x is x for every x (signed zeros and NaN included),
-  // so expanding through row_expand_add / col_expand_add of a -0.0 tile is exact.
+  // Broadcasts a tile to rows x cols for an arithmetic op: -0.0 + x is x for every x but a
+  // signalling NaN, which it makes quiet as the op would, so expanding through row_expand_add /
+  // col_expand_add of a -0.0 tile is exact where it is used.
   ir::Value Expand(ir::Value a, int64_t rows, int64_t cols) {
+    if (a->type.rows() == rows && a->type.cols() == cols) return a;
     const DType d = a->type.dtype();
     auto neg_zero = [&](int64_t r, int64_t c) {
       return w_.Op(OpCode::kTileFull, {ir::Operand::Float(-0.0)}, {}, ir::Type::Tile(r, c, d));
@@ -222,6 +227,56 @@ class TileBody {
                  {}, res->name);
   }
 
+  // A compare or select: the tensor operands expanded to the result's tile, scalars converted
+  // to the compared / selected dtype.
+  ir::Value Elementwise(const ir::OpStmt& op) {
+    const ir::Value& res = op.result();
+    const convert::Window want = convert::WindowOf(res->type.shape(), domain_, offsets_, t_);
+    const bool select = op.op() == OpCode::kTensorSelect;
+    const DType dtype = op.args()[select ? 1 : 0].type().dtype();
+    std::vector<ir::Operand> args;
+    for (const ir::Operand& a : op.args()) {
+      if (!a.is_value() || !a.type().is_tensor()) {
+        args.push_back(ScalarAs(a, dtype));
+        continue;
+      }
+      // tile.broadcast copies (select's values are exact, masks are bool).
+      ir::Value t = Get(a.value());
+      if (t->type.rows() != want.rows || t->type.cols() != want.cols)
+        t = w_.Op(OpCode::kTileBroadcast, {t}, {},
+                  ir::Type::Tile(want.rows, want.cols, t->type.dtype()));
+      args.push_back(t);
+    }
+    return w_.Op(*TileOp(ir::OpName(op.op()), "tile."), args, {}, {}, res->name);
+  }
+
+  // tensor.causal_mask at this tile: element (i, j) of x's window is (t, s) = (r0 + i, c0 + j),
+  // masked when s > t + offset, i.e. j - i > offset + r0 - c0 (tile.causal_mask's diagonal). The
+  // offset is clamped to +-2^50 first: |s - t| < 2^48, so that changes no element and the sum
+  // cannot overflow.
+  ir::Value CausalMask(const ir::OpStmt& op) {
+    const ir::Value& res = op.result();
+    const convert::Window win = convert::WindowOf(res->type.shape(), domain_, offsets_, t_);
+    const size_t r = win.offsets.size();
+    constexpr int64_t kLimit = int64_t{1} << 50;
+    ir::Operand k = op.args()[1];
+    if (k.is_int()) {
+      k = ir::Operand::Int(std::clamp(k.int_value(), -kLimit, kLimit));
+    } else {
+      if (k.type().dtype() != DType::kIndex)
+        k = w_.Op(OpCode::kArithCast, {k}, {}, ir::Type::Scalar(DType::kIndex), "offset");
+      k = w_.Op(OpCode::kArithMin, {k, ir::Operand::Int(kLimit)}, {}, {}, "offset");
+      k = w_.Op(OpCode::kArithMax, {k, ir::Operand::Int(-kLimit)}, {}, {}, "offset");
+    }
+    const ir::Operand& r0 = win.offsets[r - 2];
+    const ir::Operand& c0 = win.offsets[r - 1];
+    if (!(r0.is_int() && r0.int_value() == 0))
+      k = w_.Op(OpCode::kArithAdd, {k, r0}, {}, {}, "diag");
+    if (!(c0.is_int() && c0.int_value() == 0))
+      k = w_.Op(OpCode::kArithSub, {k, c0}, {}, {}, "diag");
+    return w_.Op(OpCode::kTileCausalMask, {Get(op.args()[0].value()), k}, {}, {}, res->name);
+  }
+
   BlockWriter& w_;
   const std::vector<ir::Dim>& domain_;
   const std::vector<ir::Operand>& offsets_;
@@ -240,6 +295,9 @@ GroupOps Split(const ir::Block& body) {
     PTOX_SUPPORTED(s->kind() == ir::StmtKind::kOp, s->span())
         << "an incore scope of tensor ops holds only ops (write loops around it, or at tile level)";
     const auto& op = ir::As<ir::OpStmt>(*s);
+    PTOX_SUPPORTED(op.op() != OpCode::kTensorStore || op.args().size() == 2, s->span())
+        << "an incore scope of tensor ops stores whole tensors only (write a tensor.store at "
+           "offsets outside the scope)";
     (op.op() == OpCode::kTensorStore ? g.stores : g.ops).push_back(&op);
   }
   return g;
@@ -275,7 +333,9 @@ class Converter {
           break;
         case ir::StmtKind::kOp: {
           const auto& op = ir::As<ir::OpStmt>(*s);
-          if (op.op() == OpCode::kTensorStore)
+          if (op.op() == OpCode::kTensorStore && op.args().size() > 2)
+            convert::LowerStoreAt(w, ext_, caps_, op);
+          else if (op.op() == OpCode::kTensorStore)
             convert::LowerCopy(w, ext_, caps_, op.args()[0].value(), op.args()[1].value());
           else if (op.op() == OpCode::kTensorEmpty)
             Empty(w, s);
@@ -331,7 +391,8 @@ class Converter {
     const OpFamily f = ir::FamilyOf(first.op());
     if ((f == OpFamily::kTensorReduce && !ReducesWholeRows(first)) ||
         f == OpFamily::kTensorReshape || f == OpFamily::kTensorTranspose ||
-        f == OpFamily::kTensorSlice || f == OpFamily::kTensorConcat)
+        f == OpFamily::kTensorSlice || f == OpFamily::kTensorConcat ||
+        f == OpFamily::kTensorArgmax || f == OpFamily::kTensorGather)
       return Alone(w, g);
     // Every value of an elementwise, row or matmul group over a statically empty domain is empty
     // (a row group's domain has a non-empty last dim): nothing to compute or store.

@@ -51,6 +51,22 @@ Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& d
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
                 const ir::OpStmt* store);
 
+// tensor.argmax and tensor.gather (convert_index.cc), called by LowerAlone: `dst` null keeps only
+// their run-time checks (an empty axis; every id in range).
+void LowerArgmax(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+                 const ir::Value& dst);
+void LowerGather(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
+                 const ir::Value& dst);
+// tensor.store %v, %dst[offsets]: the bounds checks (before anything is written), then a copy of
+// v into the box at the offsets.
+void LowerStoreAt(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op);
+
+// A transpose of dims (d0, d1) of x into dst (convert_layout.cc).
+void TransposeInto(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& x,
+                   int d0, int d1, const ir::Value& dst);
+// Copy tiles for a domain: up to 2048 columns, rows so that two tiles fill half of L2.
+Tiling CopyTiling(const std::vector<ir::Dim>& shape, const Capabilities& caps);
+
 // A copy of a whole tensor into another of the same shape (a bare tensor.store).
 void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::Value& src,
                const ir::Value& dst);

@@ -87,6 +87,8 @@ bool MayTrap(const ir::OpStmt& op) {
     case ir::OpFamily::kFull:
     case ir::OpFamily::kCompare:
     case ir::OpFamily::kSelect:
+    case ir::OpFamily::kCausalMask:
+    case ir::OpFamily::kBroadcast:
     case ir::OpFamily::kTranspose:
     case ir::OpFamily::kMatmul:
     case ir::OpFamily::kMatmulAcc:
@@ -113,6 +115,7 @@ bool MayTrap(const ir::OpStmt& op) {
     case ir::OpFamily::kSlice:
     case ir::OpFamily::kAssemble:
     case ir::OpFamily::kReshape:  // offsets checked at run time; a partial tile cannot reshape
+    case ir::OpFamily::kExtract:  // the element must be in the valid region
     case ir::OpFamily::kRowArgmax: return true;
     default: return TensorOpMayTrap(op);
   }

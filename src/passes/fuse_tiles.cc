@@ -34,7 +34,7 @@ bool IsFloatTile(const ir::Type& t) { return t.is_tile() && IsFloat(t.dtype()); 
 bool ElementwisePosition(const ir::OpStmt& op, int pos) {
   ir::OpFamily f = ir::FamilyOf(op.op());
   if (f == ir::OpFamily::kRowExpand || f == ir::OpFamily::kColExpand) return pos == 0;
-  return true;
+  return f != ir::OpFamily::kBroadcast;  // its source is read at other positions
 }
 
 // The values of `scope` to fuse.
@@ -117,6 +117,8 @@ bool FusibleOp(const ir::OpStmt& op) {
     case ir::OpFamily::kBinary:
     case ir::OpFamily::kUnary:
     case ir::OpFamily::kSelect:
+    case ir::OpFamily::kCausalMask:
+    case ir::OpFamily::kBroadcast:
     case ir::OpFamily::kRowExpand:
     case ir::OpFamily::kColExpand: return IsFloatTile(op.result()->type);
     case ir::OpFamily::kCompare: return IsFloatTile(a[0].type());

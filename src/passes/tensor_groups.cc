@@ -75,7 +75,8 @@ struct Group {
 
 bool IsElementwise(ir::OpFamily f) {
   return f == ir::OpFamily::kTensorBinary || f == ir::OpFamily::kTensorUnary ||
-         f == ir::OpFamily::kTensorCast;
+         f == ir::OpFamily::kTensorCast || f == ir::OpFamily::kTensorCompare ||
+         f == ir::OpFamily::kTensorSelect || f == ir::OpFamily::kTensorCausalMask;
 }
 bool IsGroupable(const ir::Stmt& s) {
   if (s.kind() != ir::StmtKind::kOp) return false;
@@ -329,7 +330,7 @@ class Grouper {
     }
     if (users.size() == 1 && uses_[v.get()] == 1 && block[users[0]]->kind() == ir::StmtKind::kOp) {
       const auto& st = ir::As<ir::OpStmt>(*block[users[0]]);
-      if (st.op() == ir::OpCode::kTensorStore && st.args()[0].is_value() &&
+      if (st.op() == ir::OpCode::kTensorStore && st.args().size() == 2 && st.args()[0].is_value() &&
           st.args()[0].value() == v) {
         const ir::Value& dst = st.args()[1].value();
         auto dir = directions_.find(dst.get());

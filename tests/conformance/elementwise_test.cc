@@ -42,6 +42,38 @@ Spec FloatSpec(DType d) {
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"})
     outs.push_back(BinaryNamed(std::string(op), op, DType::kBool, "x", "y"));
   outs.push_back(Binary("gt_zero", "gt", DType::kBool, 0.0));
+  outs.push_back(BinaryNamed("argmax_gt", "argmax_gt", DType::kBool, "x", "y"));
+  outs.push_back(Binary("argmax_gt_negzero", "argmax_gt", DType::kBool, -0.0));
+  // causal_mask fused into the store, and materialized (a slice reads it).
+  outs.push_back(BinaryNamed("mask_k", "causal_mask", d, "x", "k"));
+  outs.push_back({"mask_kept", d, [d](FunctionBuilder& f, Vals& v) {
+                    Val m = f.Op("tile.causal_mask", {v.at("x"), int64_t{-2}});
+                    return f.Op("tile.slice", {m, int64_t{0}, int64_t{0}},
+                                FunctionBuilder::TileType{kTr, kTc, d});
+                  }});
+  // broadcast: exact copies of a row (signalling NaNs stay), a column and a bool mask.
+  outs.push_back({"bcast_row", d, [d](FunctionBuilder& f, Vals& v) {
+                    Val row = f.Op("tile.slice", {v.at("y"), int64_t{0}, int64_t{0}},
+                                   FunctionBuilder::TileType{1, kTc, d});
+                    return f.Op("tile.broadcast", {row}, FunctionBuilder::TileType{kTr, kTc, d});
+                  }});
+  outs.push_back({"bcast_col", d, [d](FunctionBuilder& f, Vals& v) {
+                    Val col = f.Op("tile.row_max", {v.at("x")});
+                    Val b = f.Op("tile.broadcast", {col}, FunctionBuilder::TileType{kTr, kTc, d});
+                    return f.Op("tile.add", {b, v.at("y")});
+                  }});
+  outs.push_back(
+      {"bcast_mask", d, [](FunctionBuilder& f, Vals& v) {
+         Val row = f.Op("tile.slice", {v.at("c"), int64_t{0}, int64_t{0}},
+                        FunctionBuilder::TileType{1, kTc, DType::kBool});
+         Val m = f.Op("tile.broadcast", {row}, FunctionBuilder::TileType{kTr, kTc, DType::kBool});
+         return f.Op("tile.select", {m, v.at("x"), v.at("y")});
+       }});
+  // extract: the first element of the tile at a constant and at a run-time position.
+  outs.push_back({"extract", d, [d](FunctionBuilder& f, Vals& v) {
+                    Val e = f.Op("tile.extract", {v.at("x"), v.at("k"), int64_t{0}});
+                    return f.Op("tile.full", {e}, FunctionBuilder::TileType{kTr, kTc, d});
+                  }});
   outs.push_back({"sel_lt", d, [](FunctionBuilder& f, Vals& v) {
                     return f.Op("tile.select", {Apply(f, v, "tile.lt", {"x", "y"}), v.at("x"),
                                                 v.at("y")});
@@ -54,8 +86,9 @@ Spec FloatSpec(DType d) {
                   }});
   Spec s = TiledSpec("float_elementwise_" + std::string(DTypeName(d)),
                      {{"x", d, Values::kNaNEven}, {"y", d, Values::kNaNOdd}, {"c", DType::kBool}},
-                     {{"s", d}}, outs, kTr, kTc);
+                     {{"s", d}, {"k", DType::kIndex}}, outs, kTr, kTc);
   s.scalars["s"] = -2.5;
+  s.scalars["k"] = int64_t{0};
   return s;
 }
 
@@ -79,6 +112,7 @@ Spec IntSpec(DType d) {
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"})
     outs.push_back(BinaryNamed(op, op, DType::kBool, "x", "y"));
   outs.push_back(BinaryNamed("gt_full", "gt", DType::kBool, "w", "x"));
+  outs.push_back(BinaryNamed("argmax_gt", "argmax_gt", DType::kBool, "w", "x"));
   outs.push_back({"sel_bool", d, [](FunctionBuilder& f, Vals& v) {
                     return f.Op("tile.select", {v.at("c"), v.at("w"), v.at("x")});
                   }});

@@ -33,6 +33,8 @@ enum class Values {
              // columns, no value whose sum could overflow (so reordered sums keep their class)
   kReduceNormal,  // kReduce without subnormals: the inputs on which the CPU's bf16 matmul
                   // takes its dot-product instructions (kernels/cpu/matmul_bf16.h)
+  kIds,           // ints in [0, 7): tensor.gather ids of a table of at least 7 rows (floats:
+                  // kGeneral)
 };
 // Generates the bytes of element (r, c) of a tensor of `dtype` into `out`.
 void GenerateValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& rng, char* out);

@@ -172,6 +172,29 @@ std::vector<ErrorCase> Cases() {
     tile.store %t, %y[0, 0]
   }
 })", {}, {}, {{"n", int64_t{1} << 40}}, "tensor.empty", 2, ""},
+      {"extract_outside_the_valid_region", R"(func @f(%x: in tensor<{N}x16xf32>, %r: in index, %y: out tensor<8x16xf32>) {
+  incore {
+    %a = tile.load %x[0, 0] : tile<8x16xf32>
+    %e = tile.extract %a[%r, 0]
+    %t = tile.full %e : tile<8x16xf32>
+    tile.store %t, %y[0, 0]
+  }
+})", {{"x", 1}}, {{"N", 3}}, {{"r", int64_t{3}}}, "tile.extract", 4, "outside the valid region 3x16"},
+      {"gather_of_an_id_past_the_table", R"(func @f(%t: in tensor<{V}x8xf32>, %ids: in tensor<5xi32>, %y: out tensor<5x8xf32>) {
+  %g = tensor.gather %t, %ids
+  tensor.store %g, %y
+})", {{"t", 1}, {"ids", 4}}, {{"V", 4}}, {}, "tensor.gather", 2, "id 4 at ids[0] is out of range [0, 4)"},
+      {"gather_of_a_negative_id", R"(func @f(%t: in tensor<4x8xbf16>, %ids: in tensor<2x3xi32>, %y: out tensor<2x3x8xbf16>) {
+  %g = tensor.gather %t, %ids
+  tensor.store %g, %y
+})", {{"ids", -2}}, {}, {}, "tensor.gather", 2, "id -2 at ids[0, 0] is out of range [0, 4)"},
+      {"store_at_an_offset_past_the_end", R"(func @f(%v: in tensor<{T}x8xf32>, %p: in index, %c: inout tensor<16x8xf32>) {
+  tensor.store %v, %c[%p, 0]
+})", {{"v", 1}}, {{"T", 3}}, {{"p", int64_t{14}}}, "tensor.store", 2, "out of bounds in dim 0"},
+      {"argmax_over_an_empty_axis", R"(func @f(%x: in tensor<3x{N}xf32>, %y: out tensor<3xi32>) {
+  %a = tensor.argmax %x
+  tensor.store %a, %y
+})", {}, {{"N", 0}}, {}, "tensor.argmax", 2, "argmax over the empty axis 1 of a tensor of shape 3x0"},
   };
 }
 
@@ -199,6 +222,13 @@ Buffer MakeBuffer(const ParamInfo& p, const std::map<std::string, int64_t>& dims
       case DType::kF32: std::memcpy(at, &f, 4); break;
       case DType::kI8: *reinterpret_cast<int8_t*>(at) = static_cast<int8_t>(i); break;
       case DType::kI32: *reinterpret_cast<int32_t*>(at) = static_cast<int32_t>(i); break;
+      case DType::kBF16: {  // the upper half of the f32: exact for the values used here
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        const uint16_t h = static_cast<uint16_t>(u >> 16);
+        std::memcpy(at, &h, 2);
+        break;
+      }
       default: ADD_FAILURE() << "no fill for " << DTypeName(p.dtype);
     }
   }

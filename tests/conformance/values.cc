@@ -137,6 +137,7 @@ int64_t IntValue(DType dtype, Values kind, int64_t r, int64_t c, std::mt19937& r
       if (dice(rng) == 0) return Pick(rng, edges, std::size(edges));
       return std::uniform_int_distribution<int64_t>(-128, 127)(rng);
     }
+    case Values::kIds: return std::uniform_int_distribution<int64_t>(0, 6)(rng);
     case Values::kSmall:
     case Values::kNonZero: {
       const int64_t lim = SmallLimit(dtype);

@@ -365,6 +365,9 @@ std::string Emitter::ScalarExpr(const ir::OpStmt& op, const std::string& where) 
       return fmt::format("pc::ScalarCast<{}, {}>(ctx, {}, {})", DTypeEnum(a[0].type().dtype()), dt,
                          Operand(a[0]), where);
     case ir::OpFamily::kDim: return fmt::format("{}.shape[{}]", Operand(a[0]), a[1].int_value());
+    case ir::OpFamily::kExtract:
+      return fmt::format("pc::Extract(ctx, {}, {}, {}, {})", Operand(a[0]), Operand(a[1]),
+                         Operand(a[2]), where);
     default: PTOX_ICHECK(false) << "scalar result from " << ir::OpName(op.op());
   }
   return {};
@@ -398,6 +401,8 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
                          Operand(a[2]), where);
     case ir::OpFamily::kCast:
       return fmt::format("pc::Cast(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kCausalMask:
+      return fmt::format("pc::CausalMask(ctx, {}, {}, {})", r, Operand(a[0]), Operand(a[1]));
     case ir::OpFamily::kRowReduce:
     case ir::OpFamily::kColReduce:
       uses_reduce_ = true;
@@ -417,6 +422,8 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
       return fmt::format("pc::Transpose(ctx, {}, {})", r, Operand(a[0]));
     case ir::OpFamily::kReshape:
       return fmt::format("pc::Reshape(ctx, {}, {}, {})", r, Operand(a[0]), where);
+    case ir::OpFamily::kBroadcast:
+      return fmt::format("pc::Broadcast(ctx, {}, {})", r, Operand(a[0]));
     case ir::OpFamily::kSlice:
       return fmt::format("pc::Slice(ctx, {}, {}, {}, {}, {})", r, Operand(a[0]), Operand(a[1]),
                          Operand(a[2]), where);

@@ -79,6 +79,23 @@ class FusedLoop {
         body_.push_back(fmt::format("const auto {} = {} ? {} : {};", x, c, y, z));
         break;
       }
+      case ir::OpFamily::kBroadcast: {  // the source is materialized (fuse-tiles)
+        const ir::Type& st = a[0].type();
+        const std::string v = e_.Name(a[0].value());
+        if (st.rows() > 1) pre_.push_back(fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v));
+        if (st.cols() > 1) pre_.push_back(fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
+        body_.push_back(fmt::format("const auto {} = {}.v[{} * {} + {}];", x, v,
+                                    st.rows() > 1 ? "r" : "0", st.cols(),
+                                    st.cols() > 1 ? "c" : "0"));
+        break;
+      }
+      case ir::OpFamily::kCausalMask: {  // r, c: the element's position in the tile
+        const std::string y = Operand(a[0], rt.dtype(), op), k = Fresh("k");
+        pre_.push_back(fmt::format("const int64_t {} = {};", k, e_.Operand(a[1])));
+        body_.push_back(
+            fmt::format("const float {} = c - r > {} ? -__builtin_inff() : {};", x, k, y));
+        break;
+      }
       case ir::OpFamily::kCast: {
         const DType in = a[0].type().dtype();
         const std::string y = Operand(a[0], in, op);

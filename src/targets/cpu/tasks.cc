@@ -45,7 +45,8 @@ std::string Emitter::TaskFlops(const ir::Block& body,
         break;
       }
       case ir::OpFamily::kBinary: case ir::OpFamily::kUnary: case ir::OpFamily::kCompare:
-      case ir::OpFamily::kSelect: case ir::OpFamily::kRowReduce: case ir::OpFamily::kColReduce:
+      case ir::OpFamily::kSelect: case ir::OpFamily::kCausalMask:
+      case ir::OpFamily::kRowReduce: case ir::OpFamily::kColReduce:
       case ir::OpFamily::kRowExpand: case ir::OpFamily::kColExpand: {
         const ir::Type& a = op.args()[0].type();
         sum += fmt::format(" + {}", a.rows() * a.cols());

@@ -1,5 +1,5 @@
 // Test helpers for the interpreter: typed byte buffers viewed as tensors, a one-incore program
-// runner over builder-made bodies, and runtime-error expectations.
+// runner over builder-made bodies, a runner of functions in text, and runtime-error expectations.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include "interp/eval.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "ir/parser.h"
 #include "ir/verifier.h"
 #include "kernels/scalar.h"
 
@@ -113,6 +114,14 @@ inline void RunTiles(std::vector<Buf>& inputs, Buf& out, const Body& body, Env* 
   args.push_back(out.View());
   Env local;
   RunInEnv(f, args, env ? *env : local);
+}
+
+// Parses and verifies "func @t(<params>) {<body>}" and runs it over `args`.
+inline void RunFunc(const std::string& params, const std::string& body,
+                    const std::vector<Arg>& args) {
+  ir::Module m = ir::Parse("func @t(" + params + ") {\n" + body + "}\n", "t.pto");
+  ir::Verify(m);
+  interp::Run(*m.funcs[0], args);
 }
 
 // The f32 / int elements of a tile value, row-major.

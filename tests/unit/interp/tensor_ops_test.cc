@@ -2,18 +2,10 @@
 // composites, against hand-computed values and independent double-precision formulas.
 #include <cmath>
 
-#include "ir/parser.h"
 #include "tests/unit/interp/helpers.h"
 
 namespace ptox::interp::testing {
 namespace {
-
-// Parses and verifies "func @t(<params>) {<body>}" and runs it over `args`.
-void RunFunc(const std::string& params, const std::string& body, const std::vector<Arg>& args) {
-  ir::Module m = ir::Parse("func @t(" + params + ") {\n" + body + "}\n", "t.pto");
-  ir::Verify(m);
-  interp::Run(*m.funcs[0], args);
-}
 
 std::vector<float> Floats(const Buf& b) {
   std::vector<float> v(b.bytes.size() / 4);

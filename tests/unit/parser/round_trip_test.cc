@@ -89,6 +89,12 @@ const char kEveryTileOp[] =
     "    %cmax = tile.col_max %cast\n"
     "    %cmin = tile.col_min %cast\n"
     "    %arg = tile.row_argmax %cast\n"
+    "    %agt = tile.argmax_gt %rmax, %rmin\n"
+    "    %at = tile.extract %arg[2, 0]\n"
+    "    %cm = tile.causal_mask %t, %at\n"
+    "    %cm2 = tile.causal_mask %cm, -3\n"
+    "    %bc = tile.broadcast %rmax : tile<16x16xf32>\n"
+    "    %bc2 = tile.broadcast %agt : tile<16x8xbool>\n"
     "    %rea = tile.row_expand_add %t, %rsum\n"
     "    %res = tile.row_expand_sub %rea, %rmax\n"
     "    %rem = tile.row_expand_mul %res, %rmin\n"
@@ -219,11 +225,34 @@ const char kEveryTensorOp[] =
     "  %rope = tensor.rope %x, %c, %c {interleaved = true}\n"
     "  tensor.store %rope, %e\n"
     "  tensor.store %sw, %y\n"
+    "  tensor.store %sl, %y[%n, 48]\n"
+    "}\n";
+
+const char kMasksAndIndices[] =
+    "func @masks_and_indices(%x: in tensor<{T}x{S}xf32>, %w: in tensor<{S}xf32>, %ids: in "
+    "tensor<2x{T}xi64>, %table: in tensor<{V}x64xbf16>, %pos: in index, %m: out "
+    "tensor<{T}x{S}xbool>, %cache: inout tensor<4x{S}xf32>) {\n"
+    "  %eq = tensor.eq %x, %w\n"
+    "  %ne = tensor.ne %x, 0.0\n"
+    "  %lt = tensor.lt %x, %x\n"
+    "  %le = tensor.le %x, -inf\n"
+    "  %gt = tensor.gt %x, %w\n"
+    "  %ge = tensor.ge %x, nan\n"
+    "  %sel = tensor.select %gt, %x, %w\n"
+    "  %sel2 = tensor.select %eq, %x, -1.5\n"
+    "  %cm = tensor.causal_mask %sel, %pos\n"
+    "  %cm2 = tensor.causal_mask %sel2, 0\n"
+    "  %am = tensor.argmax %cm\n"
+    "  %am2 = tensor.argmax %cm2 {axis = 0, keepdims = true}\n"
+    "  %g = tensor.gather %table, %ids\n"
+    "  tensor.store %ge, %m\n"
+    "  tensor.store %cm, %cache[%pos, 0]\n"
     "}\n";
 
 TEST(ParserRoundTrip, EveryTileOp) { ExpectRoundTrip(kEveryTileOp); }
 TEST(ParserRoundTrip, ScalarsAndControlFlow) { ExpectRoundTrip(kScalarsAndControlFlow); }
 TEST(ParserRoundTrip, EveryTensorOp) { ExpectRoundTrip(kEveryTensorOp); }
+TEST(ParserRoundTrip, MasksAndIndices) { ExpectRoundTrip(kMasksAndIndices); }
 TEST(ParserRoundTrip, IncoreAttributes) {
   ExpectRoundTrip(
       "func @f(%a: inout tensor<8x8xf32>) {\n"
@@ -240,7 +269,8 @@ TEST(ParserRoundTrip, EmptyModule) { EXPECT_TRUE(Parse("", "empty.pto").funcs.em
 
 TEST(ParserRoundTrip, CoversEveryOpInOpsDef) {
   std::set<OpCode> seen;
-  for (const char* text : {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp}) {
+  for (const char* text :
+       {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp, kMasksAndIndices}) {
     Module m = Parse(text);
     for (const FuncRef& f : m.funcs) CollectOps(f->body, seen);
   }
