@@ -368,6 +368,14 @@ class _Builder(ast.NodeVisitor):
         if (isinstance(node, ast.Name) and node.id not in self.env and
                 isinstance(self.constants.get(node.id), (bool, int, float))):
             return self.constants[node.id]
+        if isinstance(node, ast.BoolOp):  # `A or B` over compile-time constants
+            values = [self.const(v) for v in node.values]
+            if all(v is not None for v in values):
+                return (any if isinstance(node.op, ast.Or) else all)(values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            v = self.const(node.operand)
+            if v is not None:
+                return not v
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             v = self.const(node.operand)
             if v is not None and not isinstance(v, bool):

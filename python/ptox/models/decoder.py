@@ -2,10 +2,11 @@
 one decode step — through every layer as one task graph (the layer loop is unrolled at compile
 time: `pl.range(..., unroll=True)` over the stacked per-layer weights).
 
-Inputs: token ids; the RoPE tables of positions 0 .. P-1, where P = past + T is the context after
-this step (the host passes views of one table: P, and so the past length, come from their
-shape); the weights (constant inputs, stacked per layer); the KV caches [L, KV, S, hd], written
-in place at rows past .. P-1. Output: the logits of the last token, or of every new token.
+Inputs: token ids; the RoPE cos / sin of their positions past .. P-1; the weights (constant
+inputs, stacked per layer); the KV caches as views [L, KV, P, hd] of the first P = past + T
+positions of caches allocated once for the whole context (so the past length comes from their
+shape, and attention reads exactly the positions filled), written in place at rows past .. P-1.
+Output: the logits of the last token, or of every new token.
 
 Specialized by `ptox.jit(constants=...)` on the model's configuration (see `compile_step`)."""
 
@@ -15,21 +16,21 @@ import ptox
 import ptox.lang as pl
 
 
-def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In["P", HD, pl.f32],
-                 sin: pl.In["P", HD, pl.f32], embed: pl.In[V, D, pl.f32],
+def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
+                 sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, D, pl.f32],
                  attn_norm: pl.In[L, D, pl.f32], wq: pl.In[L, QD, D, pl.f32],
                  wk: pl.In[L, KVD, D, pl.f32], wv: pl.In[L, KVD, D, pl.f32],
                  q_norm: pl.In[L, HD, pl.f32], k_norm: pl.In[L, HD, pl.f32],
                  wo: pl.In[L, D, QD, pl.f32], ffn_norm: pl.In[L, D, pl.f32],
                  wg: pl.In[L, F, D, pl.f32], wu: pl.In[L, F, D, pl.f32],
                  wd: pl.In[L, D, F, pl.f32], out_norm: pl.In[D, pl.f32],
-                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L, KV, "S", HD, pl.f32],
-                 vcache: pl.InOut[L, KV, "S", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
+                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L, KV, "P", HD, pl.f32],
+                 vcache: pl.InOut[L, KV, "P", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
-    past = cos.shape[0] - t
+    past = kcache.shape[2] - t
     x = pl.gather(embed, ids)
-    c = pl.reshape(pl.slice(cos, [past, 0], shape=(TOKENS, HD)), shape=(TOKENS, 1, HD))
-    s = pl.reshape(pl.slice(sin, [past, 0], shape=(TOKENS, HD)), shape=(TOKENS, 1, HD))
+    c = pl.reshape(cos, shape=(TOKENS, 1, HD))
+    s = pl.reshape(sin, shape=(TOKENS, 1, HD))
     for l in pl.range(0, L, unroll=True):
         h = pl.rmsnorm(x, pl.reshape(pl.slice(attn_norm, [l, 0], shape=(1, D)), shape=(D,)),
                        eps=EPS)
@@ -80,7 +81,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In["P", HD, pl.f32],
                       transpose_b=True)
         x = x + pl.matmul(pl.swiglu(g, u), pl.reshape(pl.slice(wd, [l, 0, 0], shape=(1, D, F)),
                                                      shape=(D, F)), transpose_b=True)
-    if ALL_LOGITS:
+    if ALL_LOGITS or DECODE:
         last = x
     else:
         last = pl.slice(x, [t - 1, 0], shape=(1, D))

@@ -62,8 +62,9 @@ class Model:
             raise ModelError(f"the context holds {self.context} tokens; this step would reach "
                              f"{end}")
         step = self._step(decode, all_logits)
-        logits = step(ids, self._cos[:end], self._sin[:end], *self._weights, self.kcache,
-                      self.vcache, threads=self.threads)
+        past = self.position
+        logits = step(ids, self._cos[past:end], self._sin[past:end], *self._weights,
+                      self.kcache[:, :, :end], self.vcache[:, :, :end], threads=self.threads)
         self.position = end
         return logits
 
