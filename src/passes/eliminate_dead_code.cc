@@ -116,7 +116,8 @@ bool MayTrap(const ir::OpStmt& op) {
     case ir::OpFamily::kAssemble:
     case ir::OpFamily::kReshape:  // offsets checked at run time; a partial tile cannot reshape
     case ir::OpFamily::kExtract:  // the element must be in the valid region
-    case ir::OpFamily::kRowArgmax: return true;
+    case ir::OpFamily::kRowArgmax:
+    case ir::OpFamily::kTensorGather: return true;  // ids are data: any may be out of range
     default: return TensorOpMayTrap(op);
   }
 }

@@ -23,8 +23,8 @@ struct Buffers {
   std::vector<bool> is_out;
 };
 
-// Arguments for every parameter: tensors of the bound shapes (inputs uniform in [-2, 2) from
-// `seed`, outputs NaN-filled), scalars from `scalars`.
+// Arguments for every parameter: tensors of the bound shapes (float inputs uniform in [-2, 2)
+// from `seed`, integer ones in [0, 8), outputs NaN-filled), scalars from `scalars`.
 Buffers MakeArgs(const Program& prog, const Dims& dims, uint32_t seed, const Scalars& scalars = {});
 
 // Runs `prog` on `options.target` over fresh copies of the seeded inputs; the run must succeed.

@@ -1,5 +1,6 @@
-// Test-side tensors: owned, aligned host buffers with float access, plus rounding helpers written
-// independently of kernels/scalar.h (so references never share code with what they check).
+// Test-side tensors: owned, aligned host buffers with float access (integer and bool elements as
+// floats), plus rounding helpers written independently of kernels/scalar.h (so references never
+// share code with what they check).
 #pragma once
 
 #include <cmath>
@@ -54,6 +55,17 @@ class HostTensor {
         uint32_t u = uint32_t(h) << 16; float f; std::memcpy(&f, &u, 4); return f;
       }
       case DType::kF16: { _Float16 h; std::memcpy(&h, p + 2 * i, 2); return float(h); }
+      case DType::kI32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        return float(v);
+      }
+      case DType::kI64: {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        return float(v);
+      }
+      case DType::kBool: return float(static_cast<unsigned char>(p[i]));
       default: return NAN;
     }
   }
@@ -67,12 +79,26 @@ class HostTensor {
         uint16_t h = uint16_t(u >> 16); std::memcpy(p + 2 * i, &h, 2); break;
       }
       case DType::kF16: { _Float16 h = static_cast<_Float16>(x); std::memcpy(p + 2 * i, &h, 2); break; }
+      case DType::kI32: {
+        int32_t v = static_cast<int32_t>(x);
+        std::memcpy(p + 4 * i, &v, 4);
+        break;
+      }
+      case DType::kI64: {
+        int64_t v = static_cast<int64_t>(x);
+        std::memcpy(p + 8 * i, &v, 8);
+        break;
+      }
+      case DType::kBool: p[i] = x != 0 ? 1 : 0; break;
       default: break;
     }
   }
+  // Floats uniform in [lo, hi); i32 / i64 (gather ids) uniform in [0, 8); bool 0 / 1.
   void FillUniform(std::mt19937& rng, float lo, float hi) {
     std::uniform_real_distribution<float> dist(lo, hi);
-    for (int64_t i = 0; i < numel_; ++i) Set(i, RoundTo(dtype_, dist(rng)));
+    std::uniform_int_distribution<int> ints(0, dtype_ == DType::kBool ? 1 : 7);
+    for (int64_t i = 0; i < numel_; ++i)
+      Set(i, IsFloat(dtype_) ? RoundTo(dtype_, dist(rng)) : static_cast<float>(ints(rng)));
   }
   uint64_t Hash() const {  // FNV-1a over the bytes, to prove inputs are untouched
     uint64_t h = 1469598103934665603ull;
