@@ -177,6 +177,10 @@ class Kernel:
         threads = self.threads if threads is None else threads
         full = args if out is None else args + (tuple(out) if isinstance(out, (tuple, list))
                                                  else (out,))
+        for p, v, written in zip(self._params, full, self._written):
+            if written and isinstance(v, np.ndarray) and not v.flags.writeable:
+                raise errors.ShapeError(f"%{p['name']} is written by the kernel, but its array is "
+                                        "read-only")
         if len(full) == self._n and not (check or check_nan):
             # Every argument given: the C++ core binds them (one call, no Python per argument).
             try:

@@ -63,7 +63,9 @@ nb::dict ParamDict(const ptox::ParamInfo& p) {
   return d;
 }
 
-using Array = nb::ndarray<nb::device::cpu>;
+// Read-only arrays (a memory-mapped weight) are accepted: ptox never writes an `in` tensor, and
+// the Python side refuses a read-only array for a parameter the kernel writes.
+using Array = nb::ndarray<nb::ro, nb::device::cpu>;
 
 // A tensor argument: the caller's array, read as `dtype` (its own element size must match).
 ptox::Tensor TensorOf(const Array& a, const std::string& dtype) {
@@ -73,7 +75,7 @@ ptox::Tensor TensorOf(const Array& a, const std::string& dtype) {
     Raise({ptox::StatusCode::kInvalid, "an array of " + std::to_string(a.itemsize()) +
                                            "-byte elements cannot be read as " + dtype});
   ptox::Tensor out;
-  out.data = a.data();
+  out.data = const_cast<void*>(a.data());
   out.dtype = *t;
   for (size_t d = 0; d < a.ndim(); ++d) {
     out.shape.push_back(static_cast<int64_t>(a.shape(d)));

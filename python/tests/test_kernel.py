@@ -180,3 +180,21 @@ def test_constant_inputs_keep_packed_weights_and_can_be_forgotten():
     w[:] = -w  # changed: forgotten, the next call packs again
     k.forget_constants()
     np.testing.assert_allclose(k(x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_read_only_inputs_are_read_and_read_only_outputs_refused():
+    k = ptox.parse("""func @add(%a: in tensor<4xf32>,
+        %b: in tensor<4xf32>, %c: out tensor<4xf32>) {
+  %s = tensor.add %a, %b
+  tensor.store %s, %c
+}
+""")
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False  # as a memory-mapped weight
+    np.testing.assert_array_equal(k(a, a), 2 * a)
+    c = np.zeros(4, np.float32)
+    c.flags.writeable = False
+    with pytest.raises(ptox.ShapeError, match="%c is written by the kernel, but its array is "
+                                              "read-only"):
+        k(a, a, out=c)
+    assert not c.any()
