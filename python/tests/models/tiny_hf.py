@@ -1,0 +1,70 @@
+"""A tiny random-weight Qwen3 model folder in Hugging Face's layout (config.json,
+model.safetensors, tokenizer.json), made the same way by the tests and by make_fixtures.py (which
+runs transformers on it): seeded numpy weights, so no file needs to be committed."""
+import json
+import os
+import struct
+
+import numpy as np
+
+CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 64,
+    "intermediate_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 128, "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0, "max_position_embeddings": 256, "tie_word_embeddings": False,
+    "hidden_act": "silu", "attention_bias": False, "bos_token_id": 1, "eos_token_id": 2,
+}
+IDS = [[5, 77, 3, 120, 9, 9, 64, 31, 2, 100, 17], [1, 2, 3, 4, 5, 6, 7, 8]]
+
+
+def weights(seed=0):
+    """HF tensor name -> f32 array (scaled so activations stay O(1) through the layers)."""
+    c, rng = CONFIG, np.random.default_rng(seed)
+    D, F, hd = c["hidden_size"], c["intermediate_size"], c["head_dim"]
+    H, KV, V = c["num_attention_heads"], c["num_key_value_heads"], c["vocab_size"]
+
+    def lin(o, i):
+        return (rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32)
+
+    def norm(n):
+        return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    w = {"model.embed_tokens.weight": rng.standard_normal((V, D)).astype(np.float32),
+         "model.norm.weight": norm(D), "lm_head.weight": lin(V, D)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        w.update({p + "input_layernorm.weight": norm(D),
+                  p + "post_attention_layernorm.weight": norm(D),
+                  p + "self_attn.q_proj.weight": lin(H * hd, D),
+                  p + "self_attn.k_proj.weight": lin(KV * hd, D),
+                  p + "self_attn.v_proj.weight": lin(KV * hd, D),
+                  p + "self_attn.o_proj.weight": lin(D, H * hd),
+                  p + "self_attn.q_norm.weight": norm(hd), p + "self_attn.k_norm.weight": norm(hd),
+                  p + "mlp.gate_proj.weight": lin(F, D), p + "mlp.up_proj.weight": lin(F, D),
+                  p + "mlp.down_proj.weight": lin(D, F)})
+    return w
+
+
+def write(folder, dtype="float32", seed=0):
+    """The model folder, with weights stored as float32 or bfloat16."""
+    import ml_dtypes
+    os.makedirs(folder, exist_ok=True)
+    cfg = dict(CONFIG, torch_dtype=dtype)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    header, blobs, offset = {}, [], 0
+    for name, a in weights(seed).items():
+        raw = (a.astype(ml_dtypes.bfloat16) if dtype == "bfloat16" else a).tobytes()
+        header[name] = {"dtype": "BF16" if dtype == "bfloat16" else "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    h = json.dumps(header).encode()
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    vocab = {f"w{i}": i for i in range(CONFIG["vocab_size"])}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="w0"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tk.save(os.path.join(folder, "tokenizer.json"))
+    return folder
