@@ -152,83 +152,60 @@ Dims Cache(int64_t t, int64_t d, int64_t l) { return {{"T", t}, {"D", d}, {"L", 
 
 const std::vector<DType> kFloats = {DType::kF32, DType::kBF16, DType::kF16};
 
-std::vector<Family> Families() {
-  std::vector<Family> out;
-  out.push_back(
-      {"compare_select", kFloats,
-       [](DType d) {
-         return Make("compare_select", d, kCompareSelect, {}, {{"s", -0.75}});
-       },
-       [](DType d) {
-         return Configs(
-             d, NxM({{1, 1}, {7, 13}, {0, 7}, {7, 0}, {3, 1023}, {3, 1025}, {257, 5}, {2, 2049}}));
-       }});
+// A family of one program over fixed sizes (`failing`: sizes the interpreter rejects).
+Family Fixed(const std::string& name, const char* text, std::map<std::string, Values> values,
+             std::map<std::string, Arg> scalars, std::vector<Dims> sizes,
+             std::vector<Dims> failing = {}) {
+  return {name, kFloats, [=](DType d) { return Make(name, d, text, values, scalars); },
+          [=](DType d) { return Configs(d, sizes, failing); }};
+}
+
+// Masks at offsets that hide nothing of the first row's past (0), some (2), the diagonal too
+// (-1), nothing at all (40) or everything (INT64_MIN).
+void MaskFamilies(std::vector<Family>& out) {
   for (int64_t o : {int64_t{0}, int64_t{2}, int64_t{-1}, int64_t{40}, INT64_MIN}) {
     const std::string tag =
         o == INT64_MIN ? "min" : (o < 0 ? "m" : "") + std::to_string(o < 0 ? -o : o);
-    out.push_back({"causal_mask_" + tag, kFloats,
-                   [o, tag](DType d) {
-                     return Make("causal_mask_" + tag, d, kMask, {}, {{"o", o}});
-                   },
-                   [](DType d) {
-                     return Configs(d, {Tsd(1, 1, 1), Tsd(2, 7, 13), Tsd(1, 0, 5), Tsd(1, 5, 0),
-                                        Tsd(2, 33, 1025), Tsd(1, 129, 7)});
-                   }});
-    out.push_back({"causal_mask_rows_" + tag, kFloats,
-                   [o, tag](DType d) {
-                     return Make("causal_mask_rows_" + tag, d, kMaskRows, {}, {{"o", o}});
-                   },
-                   [](DType d) {
-                     return Configs(d, {{{"T", 1}}, {{"T", 7}}, {{"T", 130}}});
-                   }});
+    out.push_back(Fixed("causal_mask_" + tag, kMask, {}, {{"o", o}},
+                        {Tsd(1, 1, 1), Tsd(2, 7, 13), Tsd(1, 0, 5), Tsd(1, 5, 0), Tsd(2, 33, 1025),
+                         Tsd(1, 129, 7)}));
+    out.push_back(Fixed("causal_mask_rows_" + tag, kMaskRows, {}, {{"o", o}},
+                        {{{"T", 1}}, {{"T", 7}}, {{"T", 130}}}));
   }
-  out.push_back({"argmax", kFloats,
-                 [](DType d) {
-                   return Make("argmax", d, kArgmax, {{"x", Values::kReduce}});
-                 },
-                 [](DType d) {
-                   return Configs(
-                       d,
-                       NxM({{1, 1}, {7, 13}, {3, 2047}, {3, 2048}, {3, 2049}, {2, 4097}, {65, 3}}),
-                       NxM({{3, 0}, {0, 5}}));
-                 }});
-  out.push_back({"argmax_static", kFloats,
-                 [](DType d) {
-                   return Make(
-                       "argmax_static", d, kArgmaxStatic,
-                       {{"x", Values::kReduce}, {"y", Values::kReduce}, {"z", Values::kReduce}});
-                 },
-                 [](DType d) {
-                   return Configs(d, {{{"N", 1}}, {{"N", 7}}}, {{{"N", 0}}});
-                 }});
-  out.push_back(
-      {"gather", kFloats,
-       [](DType d) {
-         return Make("gather", d, kGather, {{"ids", Values::kIds}, {"ids2", Values::kIds}});
-       },
-       [](DType d) {
-         return Configs(d,
-                        {Gather(7, 1, 1), Gather(10, 64, 7), Gather(7, 2049, 3), Gather(7, 0, 5),
-                         Gather(7, 13, 0), Gather(8, 5, 300)},
-                        {Gather(0, 4, 3), Gather(0, 0, 2)});
-       }});
+}
+
+// Stores at offsets that fit or not (negative, past the end) for each size.
+void StoreFamilies(std::vector<Family>& out) {
   for (auto [p, q] : {std::pair<int64_t, int64_t>{0, 1}, {5, 3}, {-1, 0}, {2, 9}}) {
+    std::vector<Dims> ok, bad;
+    for (const Dims& dims :
+         {Cache(1, 1, 11), Cache(6, 7, 11), Cache(0, 5, 3), Cache(2, 1030, 12), Cache(7, 0, 13)}) {
+      const int64_t t = dims.at("T"), l = dims.at("L");
+      const bool fits = p >= 0 && q >= 0 && p + t <= l && q + t <= l;
+      (fits ? ok : bad).push_back(dims);
+    }
     const std::string tag = (p < 0 ? "pneg" : "p" + std::to_string(p)) + "_q" + std::to_string(q);
-    out.push_back({"store_at_" + tag, kFloats,
-                   [p, q, tag](DType d) {
-                     return Make("store_at_" + tag, d, kStoreAt, {}, {{"p", p}, {"q", q}});
-                   },
-                   [p, q](DType d) {
-                     std::vector<Dims> ok, bad;
-                     for (const Dims& dims : {Cache(1, 1, 11), Cache(6, 7, 11), Cache(0, 5, 3),
-                                              Cache(2, 1030, 12), Cache(7, 0, 13)}) {
-                       const int64_t t = dims.at("T"), l = dims.at("L");
-                       const bool fits = p >= 0 && q >= 0 && p + t <= l && q + t <= l;
-                       (fits ? ok : bad).push_back(dims);
-                     }
-                     return Configs(d, ok, bad);
-                   }});
+    out.push_back(Fixed("store_at_" + tag, kStoreAt, {}, {{"p", p}, {"q", q}}, ok, bad));
   }
+}
+
+std::vector<Family> Families() {
+  std::vector<Family> out;
+  out.push_back(
+      Fixed("compare_select", kCompareSelect, {}, {{"s", -0.75}},
+            NxM({{1, 1}, {7, 13}, {0, 7}, {7, 0}, {3, 1023}, {3, 1025}, {257, 5}, {2, 2049}})));
+  MaskFamilies(out);
+  out.push_back(Fixed("argmax", kArgmax, {{"x", Values::kReduce}}, {},
+                      NxM({{1, 1}, {7, 13}, {3, 2047}, {3, 2048}, {3, 2049}, {2, 4097}, {65, 3}}),
+                      NxM({{3, 0}, {0, 5}})));
+  out.push_back(Fixed("argmax_static", kArgmaxStatic,
+                      {{"x", Values::kReduce}, {"y", Values::kReduce}, {"z", Values::kReduce}}, {},
+                      {{{"N", 1}}, {{"N", 7}}}, {{{"N", 0}}}));
+  out.push_back(Fixed("gather", kGather, {{"ids", Values::kIds}, {"ids2", Values::kIds}}, {},
+                      {Gather(7, 1, 1), Gather(10, 64, 7), Gather(7, 2049, 3), Gather(7, 0, 5),
+                       Gather(7, 13, 0), Gather(8, 5, 300)},
+                      {Gather(0, 4, 3), Gather(0, 0, 2)}));
+  StoreFamilies(out);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Tensor-level program generation: a DAG of tensor ops (broadcasting elementwise chains, casts,
-// reductions, composites, matmuls, layout ops) over static and symbolic dims, stored into outputs.
+// compares and selects, causal masks, reductions and argmax, composites, matmuls, layout ops) over
+// static and symbolic dims, stored into outputs.
 #include <algorithm>
 #include <set>
 
@@ -13,6 +14,7 @@ constexpr int64_t kMaxMatmulWork = 3000000;
 constexpr size_t kMaxParams = 9;
 
 const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "max", "min"};
+const std::vector<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
 const std::vector<std::string> kUnary = {"exp",     "log",  "sqrt", "rsqrt", "recip", "tanh",
                                          "sigmoid", "relu", "silu", "gelu",  "neg",   "abs"};
 
@@ -93,9 +95,15 @@ class TensorGen {
 
   int Emit(const std::string& text, std::vector<int> args, const Type& result,
            std::vector<Type> types = {}) {
+    int v = EmitAside(text, std::move(args), result, std::move(types));
+    pool_.push_back(v);
+    return v;
+  }
+  // A value kept out of the pool (bool masks, i32 indices: the other steps take floats).
+  int EmitAside(const std::string& text, std::vector<int> args, const Type& result,
+                std::vector<Type> types = {}) {
     int v = p_.AddValue(result, "v");
     p_.body.push_back(MakeOp(text, std::move(args), std::move(types), v));
-    pool_.push_back(v);
     return v;
   }
 
@@ -140,7 +148,7 @@ class TensorGen {
   }
 
   void Step() {
-    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2})) {
+    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2, 6, 3, 2})) {
       case 0: Binary(); break;
       case 1: Unary(); break;
       case 2: Reduce(); break;
@@ -151,7 +159,10 @@ class TensorGen {
       case 7: Reshape(); break;
       case 8: Slice(); break;
       case 9: Concat(); break;
-      default: Empty(); break;
+      case 10: Empty(); break;
+      case 11: Select(); break;
+      case 12: CausalMask(); break;
+      default: Argmax(); break;
     }
   }
 
@@ -190,6 +201,69 @@ class TensorGen {
     int b = Fresh(partner, ta.dtype);
     if (rng_.Chance(0.3)) std::swap(a, b);
     Emit(op + " @0, @1", {a, b}, p_.TensorType(out, ta.dtype));
+  }
+
+  // select(a CMP b, b, a) (or against a literal): a bool mask broadcast like a binary op, and
+  // exact copies of either operand.
+  void Select() {
+    int a = PickValue();
+    const Type ta = p_.values[a].type;
+    const std::string cmp = "tensor." + rng_.Pick(kCompare) + " @0, @1";
+    std::vector<int> out;
+    int b = PickValue([&](const Type& t) {
+      return t.dtype == ta.dtype && Broadcast(ta.dims, t.dims, out) && Fits(out);
+    });
+    if (b < 0 || rng_.Chance(0.3)) {
+      int lit = p_.AddLiteral(FloatLiteral(rng_), DType::kF32);
+      int m = EmitAside(cmp, {a, lit}, p_.TensorType(ta.dims, DType::kBool));
+      Emit("tensor.select @0, @1, @2", {m, a, lit}, ta);
+      return;
+    }
+    Broadcast(ta.dims, p_.values[b].type.dims, out);
+    int m = EmitAside(cmp, {a, b}, p_.TensorType(out, DType::kBool));
+    Emit("tensor.select @0, @1, @2", {m, b, a}, p_.TensorType(out, ta.dtype));
+  }
+
+  // causal_mask over the last two dims at an offset (a literal, or a parameter).
+  void CausalMask() {
+    int a = PickValue([](const Type& t) { return t.rank() >= 2; });
+    if (a < 0) return;
+    const int64_t o = rng_.Int(-3, 40);
+    int off = CanAddParam() && rng_.Chance(0.5)
+                  ? p_.AddParam(Type{Kind::kScalar, DType::kIndex, {}}, ParamDirection::kIn, "p",
+                                std::to_string(o))
+                  : p_.AddLiteral(std::to_string(o));
+    Emit("tensor.causal_mask @0, @1", {a, off}, p_.values[a].type);
+  }
+
+  // argmax along an axis of an input, stored straight into an i32 output (indices feed no float
+  // op). Inputs only: over a computed value a target may reorder sums and pick another index
+  // within the error bound, which this comparison could not tell from a bug.
+  void Argmax() {
+    std::vector<int> inputs;
+    for (const Param& q : p_.params)
+      if (p_.values[q.value].type.kind == Kind::kTensor && q.dir == ParamDirection::kIn)
+        inputs.push_back(q.value);
+    if (inputs.empty() || !CanAddParam()) return;
+    const int a = rng_.Pick(inputs);
+    const Type ta = p_.values[a].type;
+    const int64_t axis = rng_.Int(0, ta.rank() - 1);
+    const DimVar& d = p_.dims[ta.dims[axis]];
+    if (d.sym.empty() && d.size == 0) return;  // a static empty axis: verify error
+    const bool keep = ta.rank() == 1 || rng_.Chance(0.5);
+    std::vector<int> dims = ta.dims;
+    if (keep) {
+      dims[axis] = One();
+    } else {
+      dims.erase(dims.begin() + axis);
+    }
+    const Type ti = p_.TensorType(dims, DType::kI32);
+    int i = EmitAside(
+        "tensor.argmax @0 {axis = " + Ax(axis, ta.rank()) + (keep ? ", keepdims = true}" : "}"),
+        {a}, ti);
+    Stmt store = MakeOp("tensor.store @0, @1", {i, p_.AddParam(ti, ParamDirection::kOut, "idx")});
+    store.effect = true;
+    p_.body.push_back(store);
   }
 
   void Unary() {
