@@ -506,6 +506,19 @@ class _Builder(ast.NodeVisitor):
                 self.fail(node, "pl.cast(scalar, dtype=...) needs dtype=")
             return self.op(node, "arith.cast", [self.operand(node.args[0])], type_text=dtype.name,
                            hint=hint)
+        if op == "tile.extract":  # pl.tile.extract(t, [r, c]): one element as a scalar
+            if len(node.args) != 2:
+                self.fail(node, "pl.tile.extract(tile, [row, col])")
+            v = _Value(self.fresh(hint), "scalar")
+            self.emit(node, f"%{v.name} = tile.extract {self.operand(node.args[0])}"
+                            f"[{self.offsets(node.args[1])}]")
+            return v
+        if op == "tile.broadcast":  # pl.tile.broadcast(t, shape=(R, C))
+            if len(node.args) != 1 or shape is None:
+                self.fail(node, "pl.tile.broadcast(tile, shape=(rows, cols))")
+            x = self.operand(node.args[0])
+            return self.op(node, op, [x], type_text=self.result_type(node, op, [x], shape, dtype),
+                           hint=hint)
         if op in ("tensor.slice", "tile.slice"):  # pl.slice(x, [offsets...], shape=(...))
             if len(node.args) != 2 or shape is None:
                 self.fail(node, f"pl.{name}(x, [offsets...], shape=(sizes...))")

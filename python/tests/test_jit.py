@@ -246,3 +246,31 @@ def test_constants_specialize_shapes_loops_and_ifs(negate):
 def test_a_missing_constant_names_the_annotation():
     with pytest.raises(ptox.CompileError, match="cannot evaluate the annotation"):
         ptox.jit(scaled_rows, constants={"REPS": 1})
+
+
+@ptox.jit
+def first_of_row_broadcast(x: pl.In[4, 8, pl.f32], y: pl.Out[4, 8, pl.f32]):
+    with pl.incore():
+        t = pl.load(x, [0, 0], shape=(4, 8))
+        col = pl.tile.slice(t, [0, 0], shape=(4, 1))
+        e = pl.tile.extract(t, [1, 2])
+        pl.store(pl.tile.broadcast(col, shape=(4, 8)) + e, y, [0, 0])
+
+
+def test_tile_extract_and_broadcast_have_their_forms():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    assert "tile.extract %t[1, 2]" in first_of_row_broadcast.ir()
+    np.testing.assert_array_equal(first_of_row_broadcast(x, check=True),
+                                  np.repeat(x[:, :1], 8, 1) + x[1, 2])
+
+
+@ptox.jit
+def masked(x: pl.In["N", 8, pl.f32], w: pl.In[8, pl.f32]) -> pl.Out["N", 8, pl.f32]:
+    return pl.select(x > w, x, 0.0)
+
+
+def test_tensor_comparisons_feed_select():
+    x = np.random.default_rng(2).standard_normal((5, 8), dtype=np.float32)
+    w = np.linspace(-1, 1, 8, dtype=np.float32)
+    assert "tensor.gt %x, %w" in masked.ir()
+    np.testing.assert_array_equal(masked(x, w, check=True), np.where(x > w, x, np.float32(0)))
