@@ -3,7 +3,8 @@ one decode step — through every layer as one task graph (the layer loop is unr
 time: `pl.range(..., unroll=True)` over the stacked per-layer weights).
 
 Inputs: token ids; the RoPE cos / sin of their positions past .. P-1; the weights (constant
-inputs, stacked per layer); the KV caches as views [L, KV, P, hd] of the first P = past + T
+inputs: each kind of matrix stacked per layer as row blocks [L * out, in], so a layer's matrix is
+a row slice, read in place); the KV caches as views [L * KV, P, hd] of the first P = past + T
 positions of caches allocated once for the whole context (so the past length comes from their
 shape, and attention reads exactly the positions filled), written in place at rows past .. P-1.
 Output: the logits of the last token, or of every new token.
@@ -18,28 +19,26 @@ import ptox.lang as pl
 
 def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, D, pl.f32],
-                 attn_norm: pl.In[L, D, pl.f32], wq: pl.In[L, QD, D, pl.f32],
-                 wk: pl.In[L, KVD, D, pl.f32], wv: pl.In[L, KVD, D, pl.f32],
+                 attn_norm: pl.In[L, D, pl.f32], wq: pl.In[L * QD, D, pl.f32],
+                 wk: pl.In[L * KVD, D, pl.f32], wv: pl.In[L * KVD, D, pl.f32],
                  q_norm: pl.In[L, HD, pl.f32], k_norm: pl.In[L, HD, pl.f32],
-                 wo: pl.In[L, D, QD, pl.f32], ffn_norm: pl.In[L, D, pl.f32],
-                 wg: pl.In[L, F, D, pl.f32], wu: pl.In[L, F, D, pl.f32],
-                 wd: pl.In[L, D, F, pl.f32], out_norm: pl.In[D, pl.f32],
-                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L, KV, "P", HD, pl.f32],
-                 vcache: pl.InOut[L, KV, "P", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
+                 wo: pl.In[L * D, QD, pl.f32], ffn_norm: pl.In[L, D, pl.f32],
+                 wg: pl.In[L * F, D, pl.f32], wu: pl.In[L * F, D, pl.f32],
+                 wd: pl.In[L * D, F, pl.f32], out_norm: pl.In[D, pl.f32],
+                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L * KV, "P", HD, pl.f32],
+                 vcache: pl.InOut[L * KV, "P", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
-    past = kcache.shape[2] - t
+    past = kcache.shape[1] - t
     x = pl.gather(embed, ids)
     c = pl.reshape(cos, shape=(TOKENS, 1, HD))
     s = pl.reshape(sin, shape=(TOKENS, 1, HD))
     for l in pl.range(0, L, unroll=True):
+        # Layer l's weights are row blocks of the stacked matrices (views, no copies).
         h = pl.rmsnorm(x, pl.reshape(pl.slice(attn_norm, [l, 0], shape=(1, D)), shape=(D,)),
                        eps=EPS)
-        q = pl.matmul(h, pl.reshape(pl.slice(wq, [l, 0, 0], shape=(1, QD, D)), shape=(QD, D)),
-                      transpose_b=True)
-        k = pl.matmul(h, pl.reshape(pl.slice(wk, [l, 0, 0], shape=(1, KVD, D)),
-                                    shape=(KVD, D)), transpose_b=True)
-        v = pl.matmul(h, pl.reshape(pl.slice(wv, [l, 0, 0], shape=(1, KVD, D)),
-                                    shape=(KVD, D)), transpose_b=True)
+        q = pl.matmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, D)), transpose_b=True)
+        k = pl.matmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
+        v = pl.matmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
         q = pl.reshape(q, shape=(TOKENS, H, HD))
         k = pl.reshape(k, shape=(TOKENS, KV, HD))
         if QK_NORM:
@@ -50,14 +49,11 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
         q = pl.rope(q, c, s)
         k = pl.rope(k, c, s)
         # Append this step's keys and values to the caches, then attend over all P positions.
-        pl.store(pl.reshape(pl.transpose(k, dim0=0, dim1=1), shape=(1, KV, TOKENS, HD)),
-                 kcache, [l, 0, past, 0])
-        pl.store(pl.reshape(pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1),
-                            shape=(1, KV, TOKENS, HD)), vcache, [l, 0, past, 0])
-        keys = pl.reshape(pl.slice(kcache, [l, 0, 0, 0], shape=(1, KV, "P", HD)),
-                          shape=(KV, "P", HD))
-        values = pl.reshape(pl.slice(vcache, [l, 0, 0, 0], shape=(1, KV, "P", HD)),
-                            shape=(KV, "P", HD))
+        pl.store(pl.transpose(k, dim0=0, dim1=1), kcache, [l * KV, past, 0])
+        pl.store(pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1), vcache,
+                 [l * KV, past, 0])
+        keys = pl.slice(kcache, [l * KV, 0, 0], shape=(KV, "P", HD))
+        values = pl.slice(vcache, [l * KV, 0, 0], shape=(KV, "P", HD))
         if DECODE:  # one token: the G query heads of a KV head are the rows of one product
             qg = pl.reshape(q, shape=(KV, G, HD))
             p = pl.softmax(pl.matmul(qg, keys, transpose_b=True) * SCALE)
@@ -71,16 +67,13 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             sc = pl.causal_mask(pl.matmul(qh, keys, transpose_b=True) * SCALE, past)
             o = pl.matmul(pl.softmax(sc), values)
             o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
-        x = x + pl.matmul(o, pl.reshape(pl.slice(wo, [l, 0, 0], shape=(1, D, QD)),
-                                        shape=(D, QD)), transpose_b=True)
+        x = x + pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
         h = pl.rmsnorm(x, pl.reshape(pl.slice(ffn_norm, [l, 0], shape=(1, D)), shape=(D,)),
                        eps=EPS)
-        g = pl.matmul(h, pl.reshape(pl.slice(wg, [l, 0, 0], shape=(1, F, D)), shape=(F, D)),
-                      transpose_b=True)
-        u = pl.matmul(h, pl.reshape(pl.slice(wu, [l, 0, 0], shape=(1, F, D)), shape=(F, D)),
-                      transpose_b=True)
-        x = x + pl.matmul(pl.swiglu(g, u), pl.reshape(pl.slice(wd, [l, 0, 0], shape=(1, D, F)),
-                                                     shape=(D, F)), transpose_b=True)
+        g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
+        u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
+        x = x + pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
+                          transpose_b=True)
     if ALL_LOGITS or DECODE:
         last = x
     else:

@@ -27,13 +27,15 @@ class Model:
         self.cfg, self.tokenizer, self.path = cfg, tokenizer, path
         self.target, self.threads = target, threads
         self.context = min(context or cfg.context, cfg.context)
-        w = weights
-        ones = np.ones((cfg.n_layers, cfg.head_dim), np.float32)  # llama: no q / k norm
-        self._weights = [w["embed"], w["attn_norm"], w["wq"], w["wk"], w["wv"],
-                         w.get("q_norm", ones), w.get("k_norm", ones), w["wo"], w["ffn_norm"],
-                         w["wg"], w["wu"], w["wd"], w["out_norm"], w.get("lm_head", w["embed"])]
+        w = dict(weights)
+        w.setdefault("lm_head", w["embed"])
+        for k in ("q_norm", "k_norm"):  # llama: no q / k norm (the step skips them)
+            w.setdefault(k, np.ones((cfg.n_layers, cfg.head_dim), np.float32))
+        # The step takes each stacked matrix as [L * out, in]: the same memory, a layer a slice.
+        self._weights = [w[k].reshape(-1, w[k].shape[-1]) if w[k].ndim == 3 else w[k]
+                         for k in decoder.WEIGHTS]
         self._cos, self._sin = rope_tables(cfg, self.context)
-        shape = (cfg.n_layers, cfg.n_kv_heads, self.context, cfg.head_dim)
+        shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)
         self.kcache, self.vcache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
         self.position = 0
         self._steps = {}
@@ -64,7 +66,7 @@ class Model:
         step = self._step(decode, all_logits)
         past = self.position
         logits = step(ids, self._cos[past:end], self._sin[past:end], *self._weights,
-                      self.kcache[:, :, :end], self.vcache[:, :, :end], threads=self.threads)
+                      self.kcache[:, :end], self.vcache[:, :end], threads=self.threads)
         self.position = end
         return logits
 
