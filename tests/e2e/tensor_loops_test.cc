@@ -347,5 +347,63 @@ TEST(TensorLoops, DecoderLikeLayersGiveTheUnrolledProgramsBits) {
   }
 }
 
+// A buffer each trip writes one row of (the rest must read as zeros): it stays per trip.
+const char kPartial[] = R"(
+func @f(%x: in tensor<8x8xf32>, %n: in index, %y: out tensor<8x8xf32>) {
+  %r = for %i = 0 to %n step 1 iter(%h = %x) {
+    %e = tensor.empty : tensor<8x8xf32>
+    incore {
+      %t = tile.load %h[%i, 0] : tile<1x8xf32>
+      tile.store %t, %e[%i, 0]
+    }
+    %s = tensor.add %e, %h
+    yield %s
+  }
+  tensor.store %r, %y
+}
+)";
+
+TEST(TensorLoops, PartlyWrittenBufferPerTrip) {
+  Program prog = Parse(kPartial);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{8}})
+    CheckAllTargets(prog, {}, Trips(n), {{"n", n}});
+}
+
+// hoist-loop-buffers reuses a loop's buffers across trips (and alternates the carried one): the
+// interpreter, running the transformed program literally, must give the original's bits; and the
+// decoder's loop then allocates nothing per trip.
+TEST(HoistLoopBuffers, KeepsTheMeaningOnTheInterpreter) {
+  struct Case {
+    std::string text;
+    Dims dims;
+    Scalars scalars;
+  };
+  const std::vector<Case> cases = {
+      {kAxpy, {{"N", 7}, {"M", 13}}, {{"n", int64_t{5}}}},
+      {kSwap, {{"N", 6}, {"M", 33}}, {{"n", int64_t{3}}}},
+      {kReadAfter, {{"N", 9}, {"M", 70}, {"K", 6}}, {{"n", int64_t{4}}}},
+      {kCache, {{"T", 3}, {"L", 40}}, {{"n", int64_t{4}}, {"pos", int64_t{2}}}},
+      {kGenerate, {{"T", 3}, {"L", 40}}, {{"n", int64_t{4}}}},
+      {Layers(""), {{"T", 5}}, {}},
+      {kPartial, {}, {{"n", int64_t{5}}}},
+  };
+  for (const Case& c : cases) {
+    Program prog = Parse(c.text);
+    Result<Program> hoisted = Transform(
+        prog, {.passes = {"lower-composites", "fuse-elementwise", "hoist-loop-buffers"}});
+    ASSERT_TRUE(hoisted.ok()) << hoisted.status().message();
+    Buffers want = RunOn(prog, c.dims, {.target = "interp"}, c.scalars);
+    Buffers got = RunOn(*hoisted, c.dims, {.target = "interp"}, c.scalars);
+    ExpectClose(got, want, 0, "hoisted " + c.text.substr(0, 40));
+    if (c.text == Layers("")) {
+      const std::string ir = hoisted->ToText();
+      const size_t loop = ir.find("for %l");
+      ASSERT_NE(loop, std::string::npos) << ir;
+      EXPECT_EQ(ir.find("tensor.empty", loop), std::string::npos) << ir;
+      EXPECT_NE(ir.find("iter(%h = %x, %next = "), std::string::npos) << ir;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptox::testing
