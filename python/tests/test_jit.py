@@ -209,7 +209,7 @@ def test_a_name_assigned_in_one_arm_only_is_not_a_result():
     assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
 
 
-def test_a_tensor_valued_if_runs_on_the_interpreter_and_is_unsupported_on_cpu():
+def test_a_tensor_valued_if_runs_on_every_target():
     @ptox.jit
     def f(x: pl.In[4, pl.f32], n: pl.index) -> pl.Out[4, pl.f32]:
         y = pl.exp(x)
@@ -218,10 +218,26 @@ def test_a_tensor_valued_if_runs_on_the_interpreter_and_is_unsupported_on_cpu():
         return y
 
     x = np.arange(4, dtype=np.float32)
-    np.testing.assert_array_equal(f(x, 1, target="interp"), -x)
     np.testing.assert_allclose(f(x, 0, target="interp"), np.exp(x), rtol=1e-6)
-    with pytest.raises(ptox.UnsupportedError, match="does not carry tensors through if"):
-        f(x, 1)
+    for target in ("interp", "cpu"):
+        np.testing.assert_array_equal(f(x, 1, target=target), -x)
+        np.testing.assert_array_equal(f(x, 0, target=target), f(x, 0, target="interp"))
+
+
+def test_a_loop_carrying_a_tensor_runs_on_cpu():
+    @ptox.jit
+    def f(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
+        y = x
+        for _ in pl.range(n):
+            y = y * 0.5 + x
+        return y
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(3, 8)
+    for n in (0, 1, 2, 7):
+        want = x.copy()
+        for _ in range(n):
+            want = want * np.float32(0.5) + x
+        np.testing.assert_array_equal(f(x, n, target="cpu"), want)
 
 
 def scaled_rows(x: pl.In["N", W, pl.f32]) -> pl.Out["N", W, pl.f32]:  # noqa: F821 - constants

@@ -18,6 +18,7 @@ class Walker {
  public:
   Walker(const ir::Func& f, const std::vector<Arg>& args) {
     if (args.empty()) return;
+    have_args_ = true;
     symbols_ = ir::BindArgs(f, args);
     for (size_t k = 0; k < args.size() && k < f.params.size(); ++k)
       if (const int64_t* v = std::get_if<int64_t>(&args[k])) known_[f.params[k].value.get()] = *v;
@@ -25,20 +26,63 @@ class Walker {
 
   // The longest tile-level sum, plus every tensor-level one, over a block.
   int64_t Block(const ir::Block& block) {
-    int64_t k = 0, tensor_terms = 0;
+    Terms t = Walk(block);
+    return t.tile + t.tensor;
+  }
+
+ private:
+  // A block's longest tile-level sum, and the tensor-level sums that may feed each other in it.
+  struct Terms {
+    int64_t tile = 0, tensor = 0;
+  };
+
+  Terms Walk(const ir::Block& block) {
+    Terms t;
     for (const ir::StmtRef& s : block) {
       if (s->kind() == ir::StmtKind::kOp) {
         const auto& op = ir::As<ir::OpStmt>(*s);
         Follow(op);
-        tensor_terms += TensorTerms(op);
-        k = std::max(k, TileTerms(op));
+        t.tensor += TensorTerms(op);
+        t.tile = std::max(t.tile, TileTerms(op));
+        continue;
       }
-      ir::ForEachBody(*s, [&](const ir::Block& b) { k = std::max(k, Block(b)); });
+      // Tensor sums in a nested block feed what follows it; an if takes one arm; a loop that
+      // carries a tensor feeds each iteration's sums into the next, so they add up per trip.
+      Terms nested;
+      ir::ForEachBody(*s, [&](const ir::Block& b) {
+        Terms inner = Walk(b);
+        nested.tile = std::max(nested.tile, inner.tile);
+        nested.tensor = std::max(nested.tensor, inner.tensor);
+      });
+      if (s->kind() == ir::StmtKind::kFor && nested.tensor > 0)
+        nested.tensor = Mul(nested.tensor, Trips(ir::As<ir::ForStmt>(*s)), s->span());
+      t.tile = std::max(t.tile, nested.tile);
+      t.tensor += nested.tensor;
     }
-    return k + tensor_terms;
+    return t;
   }
 
- private:
+  // How often a loop that carries a tensor runs (1 for a loop that carries none: its
+  // iterations' sums do not feed each other through the loop).
+  int64_t Trips(const ir::ForStmt& f) const {
+    bool carries_tensor = false;
+    for (const ir::Value& v : f.results()) carries_tensor |= v->type.is_tensor();
+    if (!carries_tensor) return 1;
+    std::optional<int64_t> lb = Value(f.lb()), ub = Value(f.ub()), step = Value(f.step());
+    PTOX_CHECK(lb && ub && step, f.span())
+        << "the error bound of this loop's tensor sums depends on its trip count"
+        << (!have_args_ ? ": pass the arguments"
+                           : ", which is only known when the program runs");
+    if (*step <= 0 || *ub <= *lb) return 0;
+    return static_cast<int64_t>((static_cast<__int128>(*ub) - *lb + *step - 1) / *step);
+  }
+
+  static int64_t Mul(int64_t a, int64_t b, const Span& span) {
+    int64_t r = 0;
+    PTOX_CHECK(!__builtin_mul_overflow(a, b, &r), span) << "the error bound overflows";
+    return r;
+  }
+
   std::optional<int64_t> Value(const ir::Operand& o) const {
     if (o.is_int()) return o.int_value();
     if (!o.is_value()) return std::nullopt;
@@ -127,6 +171,7 @@ class Walker {
     }
   }
 
+  bool have_args_ = false;
   ir::SymbolBindings symbols_;
   std::unordered_map<const ir::ValueNode*, int64_t> known_;
 };

@@ -3,7 +3,7 @@
 // Checks, per statement kind:
 //   op     - operands are in scope; the type rule holds and matches the recorded result type;
 //            tile ops appear only inside `incore`; stores (tile.store, tensor.store) never
-//            target `in` parameters;
+//            target `in` parameters, nor values a loop or an if may carry one into;
 //            constant offsets into static dims are in bounds.
 //   for    - bounds are integer scalars, a constant step is positive, the body ends in a yield
 //            matching the loop-carried values.
@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/walk.h"
 #include "ops/type_rules.h"
 
 namespace ptox::ir {
@@ -41,9 +42,52 @@ bool IsSymbolName(const std::string& s) {
   return true;
 }
 
+// The closing yield's values of a body, or none (a missing yield is reported elsewhere).
+const std::vector<Operand>* YieldsOf(const Block& b) {
+  if (b.empty() || b.back()->kind() != StmtKind::kYield) return nullptr;
+  return &As<YieldStmt>(*b.back()).values();
+}
+
+// Values that may be an `in` parameter, each with that parameter: the parameters, and what a
+// loop carries or an if yields from one. A fixpoint over every for / if, since a loop that swaps
+// its carried tensors moves a parameter into another iter argument a trip later.
+std::unordered_map<const ValueNode*, const ValueNode*> MayBeInputs(const Func& f) {
+  std::unordered_map<const ValueNode*, const ValueNode*> in;
+  for (const Param& p : f.params)
+    if (p.dir == Direction::kIn && p.value->type.is_tensor()) in[p.value.get()] = p.value.get();
+  auto flow = [&](const Operand& from, const Value& to) {
+    if (!from.is_value() || in.count(to.get())) return false;
+    auto it = in.find(from.value().get());
+    if (it == in.end()) return false;
+    in[to.get()] = it->second;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    ForEachStmt(f.body, [&](const Stmt& s) {
+      if (s.kind() == StmtKind::kFor) {
+        const auto& l = As<ForStmt>(s);
+        const auto* ys = YieldsOf(l.body());
+        for (size_t i = 0; i < l.inits().size() && i < l.iter_args().size(); ++i) {
+          changed |= flow(l.inits()[i], l.iter_args()[i]);
+          if (ys && i < ys->size()) changed |= flow((*ys)[i], l.iter_args()[i]);
+          if (i < l.results().size()) changed |= flow(Operand(l.iter_args()[i]), l.results()[i]);
+        }
+      } else if (s.kind() == StmtKind::kIf) {
+        const auto& c = As<IfStmt>(s);
+        for (const Block* b : {&c.then_body(), &c.else_body()})
+          if (const auto* ys = YieldsOf(*b))
+            for (size_t i = 0; i < ys->size() && i < c.results().size(); ++i)
+              changed |= flow((*ys)[i], c.results()[i]);
+      }
+    });
+  }
+  return in;
+}
+
 class Verifier {
  public:
-  explicit Verifier(const Func& f) : func_(f) {}
+  explicit Verifier(const Func& f) : func_(f), may_be_inputs_(MayBeInputs(f)) {}
 
   void Run() {
     PTOX_CHECK(IsFuncName(func_.name), func_.span)
@@ -177,6 +221,10 @@ class Verifier {
       auto it = directions_.find(dst.get());
       PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)
           << name << " writes %" << dst->name << ", an 'in' parameter";
+      auto in = may_be_inputs_.find(dst.get());
+      PTOX_CHECK(in == may_be_inputs_.end(), span)
+          << name << " writes %" << dst->name << ", which may be the 'in' parameter %"
+          << (in == may_be_inputs_.end() ? "" : in->second->name) << " (carried into it)";
     }
     if (family == OpFamily::kLoad || family == OpFamily::kStore)
       CheckConstantBounds(op, family == OpFamily::kLoad ? 0 : 1);
@@ -227,6 +275,12 @@ class Verifier {
       const Type& t = f.iter_args()[i]->type;
       PTOX_CHECK(f.inits()[i].type() == t && f.results()[i]->type == t, span)
           << "loop-carried value " << i << " types differ";
+      // A parallel loop promises independent iterations (its tasks may run in any order); a
+      // tensor carried from one iteration to the next is the opposite promise.
+      PTOX_CHECK(f.loop_kind() != LoopKind::kParallel || !t.is_tensor(), span)
+          << "a parallel loop cannot carry tensor %" << f.iter_args()[i]->name << " ("
+          << t.ToString() << "): its iterations must not depend on each other; make the loop "
+          << "sequential";
       types.push_back(t);
     }
     size_t mark = scope_.size();
@@ -254,6 +308,7 @@ class Verifier {
   std::vector<const ValueNode*> scope_;            // in definition order
   std::unordered_set<const ValueNode*> in_scope_;  // the same values, for O(1) lookups
   std::unordered_map<const ValueNode*, Direction> directions_;
+  std::unordered_map<const ValueNode*, const ValueNode*> may_be_inputs_;
   int incore_depth_ = 0;
   bool scope_has_tile_ops_ = false, scope_has_tensor_ops_ = false;  // in the current incore
 };

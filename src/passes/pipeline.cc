@@ -27,6 +27,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
   std::vector<std::string> pipeline = {
       "lower-composites",        // softmax, norms, swiglu, rope -> primitive tensor ops
       "fuse-elementwise",        // tensor ops -> groups that share one tile loop
+      "hoist-loop-buffers",      // a sequential loop's buffers: allocated once, not per trip
       "convert-tensor-to-tile",  // groups -> loops of tile-level incore scopes
       "fold-constants",          // static sizes and index arithmetic become immediates
       "unroll",                  // `unroll` loops with constant bounds -> straight-line copies

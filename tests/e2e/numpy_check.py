@@ -54,6 +54,13 @@ def rope(x, cos, sin, interleaved):
     return x * cos + rot * sin
 
 
+def layers(x, w, g):
+    for wl in w:  # the layer loop: h @ W_l^T, then RMSNorm
+        m = x @ wl.T
+        x = m / np.sqrt((m ** 2).mean(-1, keepdims=True) + 1e-5) * g
+    return x
+
+
 # name -> (dims, inputs {name: (shape, dtype)}, reference(inputs) -> {output: array}, rel tol)
 CASES = {
     "blend.pto": ({"N": 37}, {"x": ((37, 128), "f32"), "h": ((37, 128), "f32"),
@@ -83,6 +90,9 @@ CASES = {
                              "sin": ((19, 1, 64), "f32")},
                  lambda t: {"half": rope(t["x"], t["cos"], t["sin"], False),
                             "pairs": rope(t["x"], t["cos"], t["sin"], True)}, 1e-6),
+    "layers.pto": ({"T": 5}, {"x": ((5, 64), "f32"), "w": ((3, 64, 64), "f32"),
+                           "g": ((64,), "f32")},
+                   lambda t: {"y": layers(t["x"], t["w"], t["g"])}, 1e-5),
 }
 
 

@@ -142,19 +142,29 @@ void Emitter::Yield(const ir::Block& body, const std::vector<std::string>& targe
   if (targets.empty()) return;
   PTOX_ICHECK(!body.empty() && body.back()->kind() == ir::StmtKind::kYield) << "missing yield";
   const auto& vals = ir::As<ir::YieldStmt>(*body.back()).values();
-  std::vector<std::string> srcs;
-  for (const auto& v : vals) srcs.push_back(Operand(v));
+  // (target, source) pairs; a tensor rebinds its reference and its runtime id.
+  std::vector<std::pair<std::string, std::string>> moves;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (!vals[i].type().is_tensor()) {
+      moves.emplace_back(targets[i], Operand(vals[i]));
+      continue;
+    }
+    moves.emplace_back(targets[i] + "_p", "&" + Operand(vals[i]));
+    moves.emplace_back(targets[i] + "_id", TensorIdOf(vals[i].value()));
+  }
   bool hazard = false;
-  for (size_t i = 0; i < srcs.size(); ++i)
-    for (size_t j = 0; j < targets.size(); ++j) hazard |= (i != j && srcs[i] == targets[j]);
+  for (size_t i = 0; i < moves.size(); ++i)
+    for (size_t j = 0; j < moves.size(); ++j)
+      hazard |= (i != j && moves[i].second == moves[j].first);
   if (hazard) {
-    for (size_t i = 0; i < srcs.size(); ++i)
-      Line(depth, fmt::format("const auto y{} = {};", i, srcs[i]));
-    for (size_t i = 0; i < srcs.size(); ++i) Line(depth, fmt::format("{} = y{};", targets[i], i));
+    for (size_t i = 0; i < moves.size(); ++i)
+      Line(depth, fmt::format("const auto y{} = {};", i, moves[i].second));
+    for (size_t i = 0; i < moves.size(); ++i)
+      Line(depth, fmt::format("{} = y{};", moves[i].first, i));
     return;
   }
-  for (size_t i = 0; i < srcs.size(); ++i)
-    if (srcs[i] != targets[i]) Line(depth, fmt::format("{} = {};", targets[i], srcs[i]));
+  for (const auto& [target, src] : moves)
+    if (src != target) Line(depth, fmt::format("{} = {};", target, src));
 }
 
 void Emitter::DeferFulls(const ir::Block& body) {
@@ -187,27 +197,42 @@ void Emitter::DeferFulls(const ir::Block& body) {
   }
 }
 
-namespace {
-
-// Tensors are values of the orchestration that the host allocates; carrying one through a loop
-// or out of an if (a descriptor that changes per iteration) is not implemented on this target.
-void CheckNoTensorResults(const std::vector<ir::Value>& results, const Span& span,
-                          std::string_view what) {
-  for (const ir::Value& r : results)
-    PTOX_SUPPORTED(!r->type.is_tensor(), span)
-        << "the CPU target does not carry tensors through " << what << " yet (%" << r->name << ": "
-        << r->type.ToString() << "); the interpreter runs it";
+// A tensor the orchestration carries through a loop or out of an if is a reference that yields
+// rebind, exactly as the interpreter binds values: `<r>_p` points at the host's descriptor (a
+// parameter or a tensor.empty, stable until every task finished) and `<r>_id` is the runtime's
+// id of that tensor, which task regions name. Rebinding copies nothing, so no yield can overwrite
+// a tensor a later read still needs, and the runtime orders tasks by the tensors they really
+// touch. A kernel has no runtime ids to rebind, so tensors are carried only in the orchestration.
+void Emitter::DeclareTensorRef(int depth, const ir::Value& r, const std::string& ptr,
+                               const std::string& id, const Span& span) {
+  PTOX_SUPPORTED(cur_ == &out_, span)
+      << "the CPU target carries tensors through loops and ifs only outside incore scopes (%"
+      << r->name << ": " << r->type.ToString() << ")";
+  Line(depth, fmt::format("const pc::TensorArg* {0}_p = {1};", Name(r), ptr));
+  Line(depth, fmt::format("int64_t {0}_id = {1};", Name(r), id));
 }
 
-}  // namespace
+// The reference `v` (and `v_id`) to what carried reference `ref` points at now.
+void Emitter::BindTensorRef(int depth, const ir::Value& v, const std::string& ref) {
+  const std::string n = Name(v);
+  Line(depth, fmt::format("const pc::TensorArg& {0} = *{1}_p;", n, ref));
+  if (n != ref) Line(depth, fmt::format("const int64_t {0}_id = {1}_id;", n, ref));
+  tensor_ids_.insert(v.get());
+}
 
 void Emitter::For(const ir::ForStmt& f, int depth) {
-  CheckNoTensorResults(f.results(), f.span(), "for loops");
   std::vector<std::string> vars;
   for (size_t i = 0; i < f.results().size(); ++i) {
     std::string v = Name(f.results()[i]);
-    Alias(f.iter_args()[i], v);
     const ir::Type& t = f.results()[i]->type;
+    if (t.is_tensor()) {
+      const ir::Operand& init = f.inits()[i];
+      DeclareTensorRef(depth, f.results()[i], "&" + Operand(init), TensorIdOf(init.value()),
+                       f.span());
+      vars.push_back(v);
+      continue;
+    }
+    Alias(f.iter_args()[i], v);
     if (plan_ && plan_->takes_over.count(f.results()[i].get())) {  // starts on its init's bytes
       v = Operand(f.inits()[i]);
       Alias(f.results()[i], v);
@@ -221,25 +246,15 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     }
     vars.push_back(v);
   }
-  // A matmul_acc that accumulates into the carried tile (the K loop of a matmul) writes the
-  // loop variable itself (tile plan): neither the op nor the yield copies the tile.
-  if (plan_ && !f.body().empty() && f.body().back()->kind() == ir::StmtKind::kYield) {
-    const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
-    auto buffer = [&](const ir::ValueNode* v) {  // whose bytes v lives in
-      auto it = plan_->takes_over.find(v);
-      return it == plan_->takes_over.end() ? v : it->second;
-    };
-    for (size_t i = 0; i < yields.size(); ++i)
-      if (yields[i].is_value() && plan_->takes_over.count(yields[i].value().get()) &&
-          buffer(yields[i].value().get()) == buffer(f.results()[i].get()))
-        Alias(yields[i].value(), vars[i]);
-  }
+  AliasInPlaceAccumulators(f, vars);
   std::string iv = Name(f.iv());
   Line(depth, "{");
   Line(depth + 1, fmt::format("const int64_t lb = {}, ub = {}, step = {};", Operand(f.lb()),
                               Operand(f.ub()), Operand(f.step())));
   Line(depth + 1, fmt::format("if (step <= 0) return ctx.Fail({}, step);", Where(f, "for")));
   Line(depth + 1, fmt::format("for (int64_t {0} = lb; {0} < ub;) {{", iv));
+  for (size_t i = 0; i < f.iter_args().size(); ++i)
+    if (f.iter_args()[i]->type.is_tensor()) BindTensorRef(depth + 2, f.iter_args()[i], vars[i]);
   ir::Block body = f.body();
   if (!body.empty() && body.back()->kind() == ir::StmtKind::kYield) body.pop_back();
   Block(body, depth + 2);
@@ -247,6 +262,8 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
   Line(depth + 2, fmt::format("if (__builtin_add_overflow({0}, step, &{0})) break;", iv));
   Line(depth + 1, "}");
   Line(depth, "}");
+  for (size_t i = 0; i < f.results().size(); ++i)
+    if (f.results()[i]->type.is_tensor()) BindTensorRef(depth, f.results()[i], vars[i]);
   for (size_t i = 0; i < f.inits().size(); ++i)  // a deferred tile.full that no product met
     if (f.inits()[i].is_value() && deferred_fulls_.count(f.inits()[i].value().get())) {
       const ir::OpStmt& full = *producer_.at(f.inits()[i].value().get());
@@ -255,11 +272,27 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
     }
 }
 
+// A matmul_acc that accumulates into the carried tile (the K loop of a matmul) writes the loop
+// variable itself (tile plan): neither the op nor the yield copies the tile.
+void Emitter::AliasInPlaceAccumulators(const ir::ForStmt& f, const std::vector<std::string>& vars) {
+  if (!plan_ || f.body().empty() || f.body().back()->kind() != ir::StmtKind::kYield) return;
+  const auto& yields = ir::As<ir::YieldStmt>(*f.body().back()).values();
+  auto buffer = [&](const ir::ValueNode* v) {  // whose bytes v lives in
+    auto it = plan_->takes_over.find(v);
+    return it == plan_->takes_over.end() ? v : it->second;
+  };
+  for (size_t i = 0; i < yields.size(); ++i)
+    if (yields[i].is_value() && plan_->takes_over.count(yields[i].value().get()) &&
+        buffer(yields[i].value().get()) == buffer(f.results()[i].get()))
+      Alias(yields[i].value(), vars[i]);
+}
+
 void Emitter::If(const ir::IfStmt& s, int depth) {
-  CheckNoTensorResults(s.results(), s.span(), "if results");
   std::vector<std::string> vars;
   for (const ir::Value& r : s.results()) {
-    if (r->type.is_tile())
+    if (r->type.is_tensor())
+      DeclareTensorRef(depth, r, "nullptr", "-1", s.span());
+    else if (r->type.is_tile())
       DeclareTile(depth, r, Name(r));
     else
       Line(depth, fmt::format("{} {}{{}};", TypeName(r->type), Name(r)));
@@ -276,6 +309,8 @@ void Emitter::If(const ir::IfStmt& s, int depth) {
   Line(depth, "} else {");
   arm(s.else_body());
   Line(depth, "}");
+  for (const ir::Value& r : s.results())
+    if (r->type.is_tensor()) BindTensorRef(depth, r, Name(r));
 }
 
 // tensor.empty in the orchestration: a host-allocated tensor `v<N>` (a reference to the host's
@@ -295,6 +330,7 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   }
   const std::string label = res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
   Line(depth, fmt::format("int64_t {}_id = -1;", r));
+  tensor_ids_.insert(res.get());
   Line(depth, fmt::format("const pc::TensorArg& {0} = pc::Empty<{1}>(ctx, rt, {{{2}}}, {3}, {4}, "
                           "&{0}_id);",
                           r, DTypeEnum(res->type.dtype()), sizes, where, label));

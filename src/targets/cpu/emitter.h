@@ -48,6 +48,11 @@ class Emitter {
   void Stmt(const ir::Stmt& s, const ir::Block& block, int depth);
   void Yield(const ir::Block& body, const std::vector<std::string>& targets, int depth);
   void For(const ir::ForStmt& f, int depth);
+  void AliasInPlaceAccumulators(const ir::ForStmt& f, const std::vector<std::string>& vars);
+  // Carried tensors and tensor if-results: rebindable references (codegen.cc).
+  void DeclareTensorRef(int depth, const ir::Value& r, const std::string& ptr,
+                        const std::string& id, const Span& span);
+  void BindTensorRef(int depth, const ir::Value& v, const std::string& ref);
   void If(const ir::IfStmt& s, int depth);
   void Op(const ir::OpStmt& op, int depth);
   std::string ScalarExpr(const ir::OpStmt& op, const std::string& where);
@@ -63,6 +68,7 @@ class Emitter {
   // orchestration, a submission with the regions it reads and writes.
   std::string TaskFlops(const ir::Block& body, const std::unordered_set<const ir::ValueNode*>& inside);
   std::string TensorId(const analysis::AccessSite& site);
+  std::string TensorIdOf(const ir::Value& v);  // a parameter's index or `<name>_id`
 
   // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
   // Decides which tile values are computed inline (never materialized) in `scope`.
@@ -86,6 +92,8 @@ class Emitter {
   std::string* cur_ = &out_;
   int tasks_ = 0;
   std::unordered_map<const ir::ValueNode*, std::string> names_;
+  // Orchestration tensors with a `<name>_id` variable: tensor.empty results, carried tensors.
+  std::unordered_set<const ir::ValueNode*> tensor_ids_;
   analysis::UseMap uses_;
   analysis::ProducerMap producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;

@@ -89,14 +89,21 @@ void DefinedInside(const ir::Block& b, std::unordered_set<const ir::ValueNode*>&
 
 }  // namespace
 
-// The runtime's id of the tensor an access touches: the parameter's index, or the id variable
-// the orchestration set at the tensor.empty that made it.
+// The runtime's id of a tensor of the orchestration: a parameter's index, or the id variable set
+// where the tensor was made (tensor.empty) or last bound (a carried tensor, an if result).
+std::string Emitter::TensorIdOf(const ir::Value& v) {
+  for (size_t i = 0; i < func_.params.size(); ++i)
+    if (func_.params[i].value.get() == v.get()) return std::to_string(i);
+  PTOX_ICHECK(tensor_ids_.count(v.get()))
+      << "tensor %" << v->name << " has no runtime id here (neither a parameter, a tensor.empty "
+      << "nor a carried tensor)";
+  return Name(v) + "_id";
+}
+
+// The runtime's id of the tensor an access touches.
 std::string Emitter::TensorId(const analysis::AccessSite& site) {
   if (site.param >= 0) return std::to_string(site.param);
-  auto it = producer_.find(site.tensor.get());
-  PTOX_ICHECK(it != producer_.end() && ir::FamilyOf(it->second->op()) == ir::OpFamily::kTensorEmpty)
-      << "tile access to %" << site.tensor->name << ", neither a parameter nor a tensor.empty";
-  return Name(site.tensor) + "_id";
+  return TensorIdOf(site.tensor);
 }
 
 void Emitter::Incore(const ir::IncoreStmt& s, int depth) {
