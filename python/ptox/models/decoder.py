@@ -1,6 +1,7 @@
 """The decoder written in ptox: one program runs a whole step — the prefill of T new tokens, or
-one decode step — through every layer as one task graph (the layer loop is unrolled at compile
-time: `pl.range(..., unroll=True)` over the stacked per-layer weights).
+one decode step — through every layer as one task graph. The layers are a sequential ptox loop
+over the stacked per-layer weights carrying the residual stream, so a layer's code is generated
+and compiled once, whatever the depth.
 
 Inputs: token ids; the RoPE cos / sin of their positions past .. P-1; the weights (constant
 inputs: each kind of matrix stacked per layer as row blocks [L * out, in], so a layer's matrix is
@@ -32,7 +33,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
     x = pl.gather(embed, ids)
     c = pl.reshape(cos, shape=(TOKENS, 1, HD))
     s = pl.reshape(sin, shape=(TOKENS, 1, HD))
-    for l in pl.range(0, L, unroll=True):
+    for l in pl.range(0, L):
         # Layer l's weights are row blocks of the stacked matrices (views, no copies).
         h = pl.rmsnorm(x, pl.reshape(pl.slice(attn_norm, [l, 0], shape=(1, D)), shape=(D,)),
                        eps=EPS)
