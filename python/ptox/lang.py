@@ -122,6 +122,7 @@ class _Builder(ast.NodeVisitor):
         self.globals = {**fn.__globals__, **self.constants}
         self.outputs = []
         self.types = {}  # value name -> type text, as the verifier infers it (see type_of)
+        self.memo = {}  # id(AST node) -> its value (see expr)
 
     # ---- errors and text ----------------------------------------------------------------------
     def where(self, node):
@@ -426,6 +427,15 @@ class _Builder(ast.NodeVisitor):
         return self.expr(node).kind
 
     def expr(self, node, hint="t", statement=False):
+        """The value of an expression, translated once: kind_of and operand may both ask for
+        the same node, and emitting it twice would compute it twice (dce keeps ops that can
+        fail, so a duplicate matmul would run)."""
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = self.translate(node, hint, statement)
+        return self.memo[key]
+
+    def translate(self, node, hint, statement):
         if isinstance(node, ast.Name):
             if node.id not in self.env:
                 self.fail(node, f"'{node.id}' is not defined here (names assigned in a loop, if or "

@@ -290,3 +290,19 @@ def test_tensor_comparisons_feed_select():
     w = np.linspace(-1, 1, 8, dtype=np.float32)
     assert "tensor.gt %x, %w" in masked.ir()
     np.testing.assert_array_equal(masked(x, w, check=True), np.where(x > w, x, np.float32(0)))
+
+
+@ptox.jit
+def nested(a: pl.In["M", 8, pl.f32], b: pl.In[8, 8, pl.f32]) -> pl.Out["M", 8, pl.f32]:
+    return a + pl.softmax(pl.matmul(a, b) * 0.5)
+
+
+def test_each_expression_is_translated_once():
+    text = nested.ir()
+    assert text.count("tensor.matmul") == 1 and text.count("tensor.mul") == 1, text
+    a = np.random.default_rng(1).standard_normal((3, 8), dtype=np.float32)
+    b = np.random.default_rng(2).standard_normal((8, 8), dtype=np.float32)
+    z = (a @ b) * 0.5
+    e = np.exp(z - z.max(-1, keepdims=True))
+    np.testing.assert_allclose(nested(a, b, check=True), a + e / e.sum(-1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
