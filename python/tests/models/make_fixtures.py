@@ -4,7 +4,8 @@ transformers are too large for the test environment: `scripts/setup.sh --bench` 
     .venv/bin/python python/tests/models/make_fixtures.py [OUT.json]
 
 For each prompt: the prompt's token ids (SmolLM2's tokenizer through transformers' own GGUF
-loading, `gguf_file=`, dequantized to f32), the greedy continuation of 32 tokens, and the top-8
+loading, `gguf_file=`, dequantized to f32), the greedy continuation of 32 tokens (min_new_tokens:
+the EOS token, id 2, is suppressed for all 32), and the top-8
 logits (ids and values) of every prefill position, all from transformers' f32 eager model. And
 for the tiny random-weight Qwen3 of tiny_hf.py: the logits of every position of its test token
 ids, from f32 weights computed in f32 and from bf16 weights computed in f32 and in bf16 (the
