@@ -173,6 +173,29 @@ TEST(TensorLoops, CacheWrittenAtTheLoopIndexAndReadBack) {
                                {{"n", int64_t{4}}, {"pos", int64_t{0}}});
 }
 
+// The cache carried as an iter argument (a reference to the inout parameter): the stores through
+// it write the parameter, trip after trip, and the loop's result is the parameter itself.
+TEST(TensorLoops, CacheCarriedAsAnIterArgument) {
+  Program prog = Parse(R"(
+func @f(%x: in tensor<{T}x16xf32>, %n: in index, %kc: inout tensor<{L}x16xf32>,
+        %y: out tensor<{L}x16xf32>) {
+  %t = tensor.dim %x, 0
+  %r = for %i = 0 to %n step 1 iter(%c = %kc) {
+    %s = tensor.sum %c {axis = 0, keepdims = true}
+    %v = tensor.add %x, %s
+    %off = arith.mul %i, %t
+    tensor.store %v, %c[%off, 0]
+    yield %c
+  }
+  %e = tensor.exp %r
+  tensor.store %e, %y
+}
+)");
+  for (auto [t, n] : {std::pair<int64_t, int64_t>{3, 4}, {1, 0}, {2, 1}, {5, 8}})
+    CheckAllTargets(prog, {{"T", t}, {"L", 40}}, "T=" + std::to_string(t) + " " + Trips(n),
+                    {{"n", n}});
+}
+
 // bf16 state with a bool mask carried beside it: elementwise and exact.
 TEST(TensorLoops, Bf16StateAndBoolMask) {
   Program prog = Parse(R"(

@@ -176,5 +176,39 @@ TEST(Targets, InterpIsATargetWithIrButNoSource) {
       << unknown.status().message();
 }
 
+// A loop that carries a tensor feeds each trip's reordered sums into the next: the bound grows
+// with the trip count (from the arguments); without them it is an error naming the loop, and a
+// loop that runs no trip reorders nothing. Sums in a nested block add to the ones after it.
+TEST(ReorderBound, CompoundsOverTheTripsOfALoopCarryingATensor) {
+  auto prog = Program::Parse(R"(
+func @f(%x: in tensor<4x8xf32>, %w: in tensor<8x8xf32>, %n: in index, %y: out tensor<4x8xf32>) {
+  %r = for %i = 0 to %n step 2 iter(%h = %x) {
+    %m = tensor.matmul %h, %w
+    yield %m
+  }
+  %s = tensor.softmax %r
+  tensor.store %s, %y
+}
+)");
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  std::vector<float> x(32), w(64), y(32);
+  auto args = [&](int64_t n) {
+    return std::vector<Arg>{Tensor::Contiguous(x.data(), DType::kF32, {4, 8}),
+                            Tensor::Contiguous(w.data(), DType::kF32, {8, 8}), n,
+                            Tensor::Contiguous(y.data(), DType::kF32, {4, 8})};
+  };
+  // Each trip sums 8 terms, the softmax after the loop 8 more.
+  for (auto [n, terms] : {std::pair<int64_t, int>{0, 8}, {1, 16}, {2, 16}, {7, 40}}) {
+    Result<double> bound = ReorderBound(*prog, {}, args(n));
+    ASSERT_TRUE(bound.ok()) << bound.status().message();
+    EXPECT_EQ(*bound, 2.0 * terms * 0x1p-23) << n << " trips";
+  }
+  Result<double> unknown = ReorderBound(*prog);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("depends on its trip count: pass the arguments"),
+            std::string::npos)
+      << unknown.status().message();
+}
+
 }  // namespace
 }  // namespace ptox
