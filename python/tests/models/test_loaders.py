@@ -1,9 +1,8 @@
 """Model files: the default GGUF loads and tokenizes; every kind of damaged or foreign file is a
 ModelError naming the file (and the tensor at fault), never a crash or garbage weights."""
 import json
-import os
-import shutil
-import struct
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +11,9 @@ gguf = pytest.importorskip("gguf")
 pytest.importorskip("tokenizers")
 models = pytest.importorskip("ptox.models")
 from ptox.models import ModelError, gguf_file, safetensors_file, tokenizer  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import tiny_hf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -118,21 +120,6 @@ def test_a_gguf_that_does_not_fit_its_architecture_names_the_tensor(tmp_path, ma
         gguf_file.load(str(path))
 
 
-def _write_safetensors(path, tensors, corrupt=None):
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        raw = a.tobytes()
-        header[name] = {"dtype": {"float32": "F32", "float16": "F16"}[a.dtype.name],
-                        "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    if corrupt:
-        corrupt(header)
-    h = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
 @pytest.mark.parametrize("corrupt,match", [
     (lambda h: h["w"].update(data_offsets=[0, 10 ** 9]), r"tensor w spans bytes \[0, 1000000000\)"),
     (lambda h: h["w"].update(shape=[3, 3]), "its shape \\[3, 3\\] needs 36"),
@@ -140,14 +127,14 @@ def _write_safetensors(path, tensors, corrupt=None):
 ])
 def test_a_corrupt_safetensors_header_names_the_tensor(tmp_path, corrupt, match):
     path = tmp_path / "model.safetensors"
-    _write_safetensors(path, {"w": np.ones((2, 2), np.float32)}, corrupt)
+    tiny_hf.write_safetensors(path, {"w": np.ones((2, 2), np.float32)}, corrupt)
     with pytest.raises(ModelError, match=match):
         safetensors_file._open_file(str(path))
 
 
 def test_a_truncated_safetensors_file_is_an_error(tmp_path):
     path = tmp_path / "model.safetensors"
-    _write_safetensors(path, {"w": np.ones((64, 64), np.float32)})
+    tiny_hf.write_safetensors(path, {"w": np.ones((64, 64), np.float32)})
     data = path.read_bytes()
     path.write_bytes(data[:-100])
     with pytest.raises(ModelError, match="truncated or corrupt"):

@@ -45,6 +45,25 @@ def weights(seed=0):
     return w
 
 
+_KINDS = {"float32": "F32", "float16": "F16", "bfloat16": "BF16"}
+
+
+def write_safetensors(path, tensors, corrupt=None):
+    """A .safetensors file of numpy arrays; corrupt(header) may damage the header first."""
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        raw = a.tobytes()
+        header[name] = {"dtype": _KINDS[a.dtype.name], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    if corrupt:
+        corrupt(header)
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
 def write(folder, dtype="float32", seed=0):
     """The model folder, with weights stored as float32 or bfloat16."""
     import ml_dtypes
@@ -52,16 +71,9 @@ def write(folder, dtype="float32", seed=0):
     cfg = dict(CONFIG, torch_dtype=dtype)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f)
-    header, blobs, offset = {}, [], 0
-    for name, a in weights(seed).items():
-        raw = (a.astype(ml_dtypes.bfloat16) if dtype == "bfloat16" else a).tobytes()
-        header[name] = {"dtype": "BF16" if dtype == "bfloat16" else "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    h = json.dumps(header).encode()
-    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    tensors = {n: a.astype(ml_dtypes.bfloat16) if dtype == "bfloat16" else a
+               for n, a in weights(seed).items()}
+    write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
     from tokenizers import Tokenizer, models, pre_tokenizers
     vocab = {f"w{i}": i for i in range(CONFIG["vocab_size"])}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="w0"))
