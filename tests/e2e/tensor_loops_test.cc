@@ -427,5 +427,30 @@ TEST(HoistLoopBuffers, KeepsTheMeaningOnTheInterpreter) {
   }
 }
 
+// Many trips on more workers than cores: each trip's tasks must wait for the previous trip's
+// writes (and a reused buffer's writes for its reads) however the workers interleave.
+TEST(TensorLoops, ManyTripsOnManyWorkers) {
+  Program prog = Parse(kAxpy), layers = Parse(Layers(""));
+  Buffers ref = RunOn(layers, {{"T", 37}}, {.target = "interp"});
+  for (const std::string& target : AvailableTargets()) {
+    if (target == "interp") continue;
+    for (int threads : {1, 3, 8}) {
+      const int64_t n = 300;
+      Buffers b = RunOn(prog, {{"N", 70}, {"M", 200}}, {.target = target, .num_threads = threads},
+                        {{"n", n}});
+      const HostTensor &x = *b.tensors[0], &z = *b.tensors[1], &y = *b.tensors[3];
+      for (int64_t k = 0; k < x.numel(); ++k) {
+        float h = x.Get(k);
+        for (int64_t i = 0; i < n; ++i) h = h * 0.5f + z.Get(k);
+        ASSERT_EQ(y.Get(k), h) << target << " on " << threads << " workers, element " << k;
+      }
+      Buffers l = RunOn(layers, {{"T", 37}}, {.target = target, .num_threads = threads});
+      Result<double> bound = ReorderBound(layers, {}, l.args);
+      ASSERT_TRUE(bound.ok());
+      ExpectClose(l, ref, *bound, target + " layers on " + std::to_string(threads) + " workers");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptox::testing
