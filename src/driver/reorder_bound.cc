@@ -71,8 +71,7 @@ class Walker {
     std::optional<int64_t> lb = Value(f.lb()), ub = Value(f.ub()), step = Value(f.step());
     PTOX_CHECK(lb && ub && step, f.span())
         << "the error bound of this loop's tensor sums depends on its trip count"
-        << (!have_args_ ? ": pass the arguments"
-                           : ", which is only known when the program runs");
+        << (!have_args_ ? ": pass the arguments" : ", which is only known when the program runs");
     if (*step <= 0 || *ub <= *lb) return 0;
     return static_cast<int64_t>((static_cast<__int128>(*ub) - *lb + *step - 1) / *step);
   }

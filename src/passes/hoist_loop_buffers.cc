@@ -131,6 +131,7 @@ class Hoister {
   };
 
   void Hoist(const ir::StmtRef& loop, ir::Block& out);
+  ir::StmtRef Rebuild(const ir::ForStmt& f, Plan& plan);
   bool Hoistable(const ir::ForStmt& f, size_t at, Plan& plan);
   bool SizesFromOutside(const ir::ForStmt& f, const ir::OpStmt& empty, Plan& plan);
 
@@ -159,7 +160,9 @@ bool Hoister::SizesFromOutside(const ir::ForStmt& f, const ir::OpStmt& empty, Pl
                                       dim.results(), dim.span()));
   }
   for (ir::StmtRef& s : dims) {
-    plan.moved.insert(ir::As<ir::OpStmt>(*s).result().get());
+    const auto& op = ir::As<ir::OpStmt>(*s);
+    plan.moved.insert(op.result().get());
+    producer_[op.result().get()] = &op;  // an outer loop sees the op as it now reads
     plan.before.push_back(std::move(s));
   }
   return true;
@@ -196,19 +199,26 @@ bool Hoister::Hoistable(const ir::ForStmt& f, size_t at, Plan& plan) {
 void Hoister::Hoist(const ir::StmtRef& loop, ir::Block& out) {
   const auto& f = ir::As<ir::ForStmt>(*loop);
   const ir::Block& body = f.body();
-  const ir::YieldStmt* yield = FinalYield(body);
-  const size_t stmts = body.size() - (yield ? 1 : 0);
   inside_.clear();
   DefinedIn(body, inside_);
   inside_.insert(f.iv().get());
   for (const ir::Value& v : f.iter_args()) inside_.insert(v.get());
   Plan plan;
-  for (size_t i = 0; i < stmts; ++i)
+  for (size_t i = 0; i < body.size(); ++i)
     if (body[i]->kind() == ir::StmtKind::kOp &&
         ir::As<ir::OpStmt>(*body[i]).op() == ir::OpCode::kTensorEmpty)
       Hoistable(f, i, plan);
   if (plan.before.empty()) return out.push_back(loop);
-  // The loop without what moved out; alternating buffers become carried tensors.
+  ir::StmtRef rebuilt = Rebuild(f, plan);
+  for (ir::StmtRef& s : plan.before) out.push_back(std::move(s));
+  out.push_back(std::move(rebuilt));
+}
+
+// The loop without what moved out; each alternating buffer becomes two carried tensors (its
+// second buffer joins plan.before).
+ir::StmtRef Hoister::Rebuild(const ir::ForStmt& f, Plan& plan) {
+  const ir::Block& body = f.body();
+  const ir::YieldStmt* yield = FinalYield(body);
   std::vector<ir::Value> iter_args = f.iter_args(), results = f.results();
   std::vector<ir::Operand> inits = f.inits();
   std::vector<ir::Operand> yields = yield ? yield->values() : std::vector<ir::Operand>{};
@@ -217,26 +227,27 @@ void Hoister::Hoist(const ir::StmtRef& loop, ir::Block& out) {
     const ir::Value& e = empty->result();
     ir::Value next = ir::MakeValue(e->type, "next"), spare = ir::MakeValue(e->type, "spare");
     ir::Value spare_buf = ir::MakeValue(e->type, "spare");
-    plan.before.push_back(ir::OpStmt::Make(ir::OpCode::kTensorEmpty, empty->args(),
-                                           empty->attrs(), {spare_buf}, empty->span()));
+    plan.before.push_back(ir::OpStmt::Make(ir::OpCode::kTensorEmpty, empty->args(), empty->attrs(),
+                                           {spare_buf}, empty->span()));
     iter_args.insert(iter_args.end(), {next, spare});
     inits.insert(inits.end(), {e, spare_buf});
-    results.insert(results.end(), {ir::MakeValue(e->type, "next_out"), ir::MakeValue(e->type, "spare_out")});
+    results.insert(results.end(),
+                   {ir::MakeValue(e->type, "next_out"), ir::MakeValue(e->type, "spare_out")});
     subst[e.get()] = next;
     yields[position] = next;
     yields.insert(yields.end(), {spare, next});  // this trip's spare is the next trip's target
   }
   ir::Block kept;
-  for (size_t i = 0; i < stmts; ++i) {
-    const ir::Stmt& s = *body[i];
-    const bool moved = s.kind() == ir::StmtKind::kOp && !ir::As<ir::OpStmt>(s).results().empty() &&
-                       plan.moved.count(ir::As<ir::OpStmt>(s).result().get());
-    if (!moved) kept.push_back(Substitute(body[i], subst));
+  for (const ir::StmtRef& s : body) {
+    if (s->kind() == ir::StmtKind::kYield) continue;
+    const bool moved = s->kind() == ir::StmtKind::kOp &&
+                       !ir::As<ir::OpStmt>(*s).results().empty() &&
+                       plan.moved.count(ir::As<ir::OpStmt>(*s).result().get());
+    if (!moved) kept.push_back(Substitute(s, subst));
   }
-  if (yield || !yields.empty()) kept.push_back(ir::YieldStmt::Make(yields, body.back()->span()));
-  for (ir::StmtRef& s : plan.before) out.push_back(std::move(s));
-  out.push_back(ir::ForStmt::Make(f.iv(), f.lb(), f.ub(), f.step(), f.loop_kind(), iter_args,
-                                  inits, std::move(kept), results, f.span()));
+  if (yield) kept.push_back(ir::YieldStmt::Make(yields, yield->span()));
+  return ir::ForStmt::Make(f.iv(), f.lb(), f.ub(), f.step(), f.loop_kind(), iter_args, inits,
+                           std::move(kept), results, f.span());
 }
 
 }  // namespace

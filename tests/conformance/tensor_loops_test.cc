@@ -60,8 +60,8 @@ std::vector<RunConfig> Configs(DType d) {
   std::vector<RunConfig> out;
   uint32_t seed = 11;
   for (const Layout& layout : LayoutsFor(d))
-    for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {0, 5}, {5, 0}, {3, 1025},
-                        {257, 5}})
+    for (auto [n, m] :
+         {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {0, 5}, {5, 0}, {3, 1025}, {257, 5}})
       out.push_back({{{"N", n}, {"M", m}}, layout, seed++});
   return out;
 }
@@ -71,8 +71,8 @@ std::vector<Family> Families() {
   const std::vector<DType> floats = {DType::kF32, DType::kBF16, DType::kF16};
   for (int64_t trips : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{5}}) {
     const std::string tag = "_" + std::to_string(trips);
-    for (const auto& [name, text] : {std::pair<std::string, const char*>{"loop_swap", kSwap},
-                                     {"loop_if_mask", kIfMask}}) {
+    for (const auto& [name, text] :
+         {std::pair<std::string, const char*>{"loop_swap", kSwap}, {"loop_if_mask", kIfMask}}) {
       out.push_back({name + tag, floats,
                      [name, text, tag, trips](DType d) {
                        Spec s;

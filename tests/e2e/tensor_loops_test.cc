@@ -163,8 +163,8 @@ func @f(%x: in tensor<{T}x16xf32>, %wk: in tensor<16x16xf32>, %pos: in index, %n
 
 TEST(TensorLoops, CacheWrittenAtTheLoopIndexAndReadBack) {
   Program prog = Parse(kCache);
-  for (auto [t, n, pos] : {std::tuple<int64_t, int64_t, int64_t>{3, 4, 2}, {1, 9, 0}, {2, 0, 5},
-                           {4, 1, 3}})
+  for (auto [t, n, pos] :
+       {std::tuple<int64_t, int64_t, int64_t>{3, 4, 2}, {1, 9, 0}, {2, 0, 5}, {4, 1, 3}})
     CheckAllTargets(prog, {{"T", t}, {"L", 40}},
                     "T=" + std::to_string(t) + " " + Trips(n) + " pos " + std::to_string(pos),
                     {{"n", n}, {"pos", pos}});
@@ -242,8 +242,7 @@ func @f(%x: in tensor<{N}x{M}xf32>, %z: in tensor<{N}x{M}xf32>, %n: in index, %m
 }
 )");
   for (auto [n, m] : {std::pair<int64_t, int64_t>{0, 2}, {1, 0}, {2, 1}, {5, 3}})
-    CheckAllTargets(prog, {{"N", 5}, {"M", 40}}, Trips(n) + " x " + Trips(m),
-                    {{"n", n}, {"m", m}});
+    CheckAllTargets(prog, {{"N", 5}, {"M", 40}}, Trips(n) + " x " + Trips(m), {{"n", n}, {"m", m}});
 }
 
 // A tensor-valued if outside any loop, both arms taken, one yielding a parameter.
@@ -412,8 +411,8 @@ TEST(HoistLoopBuffers, KeepsTheMeaningOnTheInterpreter) {
   };
   for (const Case& c : cases) {
     Program prog = Parse(c.text);
-    Result<Program> hoisted = Transform(
-        prog, {.passes = {"lower-composites", "fuse-elementwise", "hoist-loop-buffers"}});
+    Result<Program> hoisted =
+        Transform(prog, {.passes = {"lower-composites", "fuse-elementwise", "hoist-loop-buffers"}});
     ASSERT_TRUE(hoisted.ok()) << hoisted.status().message();
     Buffers want = RunOn(prog, c.dims, {.target = "interp"}, c.scalars);
     Buffers got = RunOn(*hoisted, c.dims, {.target = "interp"}, c.scalars);
@@ -424,6 +423,31 @@ TEST(HoistLoopBuffers, KeepsTheMeaningOnTheInterpreter) {
       ASSERT_NE(loop, std::string::npos) << ir;
       EXPECT_EQ(ir.find("tensor.empty", loop), std::string::npos) << ir;
       EXPECT_NE(ir.find("iter(%h = %x, %next = "), std::string::npos) << ir;
+    }
+  }
+}
+
+// Many trips on more workers than cores: each trip's tasks must wait for the previous trip's
+// writes (and a reused buffer's writes for its reads) however the workers interleave.
+TEST(TensorLoops, ManyTripsOnManyWorkers) {
+  Program prog = Parse(kAxpy), layers = Parse(Layers(""));
+  Buffers ref = RunOn(layers, {{"T", 37}}, {.target = "interp"});
+  for (const std::string& target : AvailableTargets()) {
+    if (target == "interp") continue;
+    for (int threads : {1, 3, 8}) {
+      const int64_t n = 300;
+      Buffers b = RunOn(prog, {{"N", 70}, {"M", 200}}, {.target = target, .num_threads = threads},
+                        {{"n", n}});
+      const HostTensor &x = *b.tensors[0], &z = *b.tensors[1], &y = *b.tensors[3];
+      for (int64_t k = 0; k < x.numel(); ++k) {
+        float h = x.Get(k);
+        for (int64_t i = 0; i < n; ++i) h = h * 0.5f + z.Get(k);
+        ASSERT_EQ(y.Get(k), h) << target << " on " << threads << " workers, element " << k;
+      }
+      Buffers l = RunOn(layers, {{"T", 37}}, {.target = target, .num_threads = threads});
+      Result<double> bound = ReorderBound(layers, {}, l.args);
+      ASSERT_TRUE(bound.ok());
+      ExpectClose(l, ref, *bound, target + " layers on " + std::to_string(threads) + " workers");
     }
   }
 }
