@@ -12,7 +12,7 @@ namespace ptox::abi {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI (or the CPU tile library's semantics) change; part of every cache key.
-inline constexpr int kAbiVersion = 4;
+inline constexpr int kAbiVersion = 5;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
 enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
@@ -89,16 +89,34 @@ struct AllocDesc {
   const char* label;        // "%tmp (tensor.empty at 3:10)", for the host's messages
 };
 
+// What the orchestration asks the host for at a tensor.slice or tensor.reshape read in place:
+// the box of `shape` at `offsets` of tensor `tensor` (an id), which the caller has checked lies
+// inside it; or, with `reshape`, the same elements of a contiguous tensor as `shape` (offsets
+// unused).
+struct ViewDesc {
+  int64_t tensor;
+  int64_t reshape;
+  int64_t rank;
+  int64_t offsets[kMaxRank];
+  int64_t shape[kMaxRank];
+};
+
 // The host runtime as seen by generated orchestration code: submit() queues a task whose
 // dependencies the runtime infers from its accesses. alloc() makes a new zero-filled, 64-byte
 // aligned, contiguous tensor; *out points at its descriptor (owned by the host). It returns the
-// tensor's id for AccessDesc::tensor (the parameters come first: the k-th allocation of a run is
-// params + k), or -1 when it cannot allocate (the byte size overflows, out of memory). Tensor
-// arguments and allocated tensors stay valid until the host has waited for every task.
+// tensor's id for AccessDesc::tensor (the parameters come first, then the tensors alloc() and
+// view() made, in order), or -1 when it cannot allocate (the byte size overflows, out of memory).
+// view() makes a descriptor of a box of another tensor (same memory and strides), or of a
+// contiguous tensor in another shape, with an id of its own: the host maps a task's accesses to a
+// view onto the tensor whose memory it is (a reshape's onto all the memory it covers), so
+// dependencies follow the memory touched; -1 for an unknown id, a box outside the tensor, or a
+// reshape of a tensor that is not contiguous or has another element count. Tensor
+// arguments and the tensors made stay valid until the host has waited for every task.
 struct Runtime {
   void* ctx;
   void (*submit)(void* ctx, const TaskDesc* task);
   int64_t (*alloc)(void* ctx, const AllocDesc* desc, const TensorArg** out);
+  int64_t (*view)(void* ctx, const ViewDesc* desc, const TensorArg** out);
 };
 
 // The entry point every generated module exports: runs the orchestration (submitting tasks) and

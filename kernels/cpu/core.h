@@ -29,6 +29,7 @@ using abi::PackKey;
 using abi::Runtime;
 using abi::TaskDesc;
 using abi::TensorArg;
+using abi::ViewDesc;
 
 // DT, the dtype enum, is part of the ABI (kernels/abi.h).
 constexpr bool IsFloatDT(DT d) { return d == DT::kF32 || d == DT::kF16 || d == DT::kBF16; }

@@ -202,4 +202,29 @@ const TensorArg& Empty(Ctx& ctx, const Runtime* rt, std::initializer_list<int64_
   return kNone;
 }
 
+// tensor.slice / tensor.reshape read in place (views, see fuse-elementwise): the box of `shape`
+// at `offsets` of tensor `t` (runtime id `t_id`), same memory and strides, or (`reshape`) the
+// contiguous `t` as `shape`, with an id of its own, *id, for task accesses. The lowering checked
+// the box lies inside `t` and that a reshaped tensor is a new contiguous buffer (the op's own
+// errors); the host checks again, and a refusal is an internal error.
+inline const TensorArg& TensorView(Ctx& ctx, const Runtime* rt, const TensorArg& t, int64_t t_id,
+                             bool reshape, std::initializer_list<int64_t> offsets,
+                             std::initializer_list<int64_t> shape, const char* where, int64_t* id) {
+  static const TensorArg kNone{};
+  ViewDesc desc{};
+  desc.tensor = t_id;
+  desc.reshape = reshape;
+  desc.rank = static_cast<int64_t>(shape.size());
+  for (int64_t d = 0; d < desc.rank; ++d) {
+    desc.shape[d] = shape.begin()[d];
+    if (!reshape) desc.offsets[d] = offsets.begin()[d];
+  }
+  const TensorArg* v = nullptr;
+  *id = rt->view(rt->ctx, &desc, &v);
+  if (*id >= 0 && v != nullptr) return *v;
+  ctx.Error("%s: internal error: the host refused a view of tensor %lld", where,
+            static_cast<long long>(t_id));
+  return kNone;
+}
+
 }  // namespace ptox::cpu

@@ -318,6 +318,28 @@ void LowerCopy(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir:
   Copy(w, ext, caps, src->type.shape(), src, {}, dst, {});
 }
 
+// The run-time checks of a tensor.slice: every offset in range for its size (a dim taken whole
+// too: its offset must be 0).
+void SliceChecks(BlockWriter& w, Extents& ext, const ir::OpStmt& op) {
+  const ir::Value& x = op.args()[0].value();
+  const ir::Type& type = op.result()->type;
+  checks::Shape shape;
+  for (const ir::Dim& d : x->type.shape()) shape.push_back(ext.Of(w, d));
+  for (int d = 0; d < x->type.rank(); ++d) {
+    const ir::Operand& offset = op.args()[1 + d];
+    const bool whole = type.shape()[d] == x->type.shape()[d];
+    if (whole && offset.is_int() && offset.int_value() == 0) continue;
+    checks::Window(w, "tensor.slice", d, offset,
+                   whole ? shape[d] : ir::Operand::Int(type.shape()[d].size), shape);
+  }
+}
+
+void LowerView(BlockWriter& w, Extents& ext, const ir::StmtRef& view) {
+  const auto& op = ir::As<ir::OpStmt>(*view);
+  if (op.op() == OpCode::kTensorSlice) SliceChecks(w, ext, op);
+  w.Append(view);
+}
+
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
                 const ir::OpStmt* store) {
   // Without a store the result is unused: only the op's run-time checks remain (a dead op still
@@ -337,16 +359,9 @@ void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir
       if (dst) Reshape(w, ext, caps, op, dst);
       return;
     case ir::OpFamily::kTensorSlice: {  // the domain is the slice; the source is shifted
+      SliceChecks(w, ext, op);
       std::vector<ir::Operand> shift(op.args().begin() + 1, op.args().end());
-      const ir::Value& x = op.args()[0].value();
-      checks::Shape shape;
-      for (const ir::Dim& d : x->type.shape()) shape.push_back(ext.Of(w, d));
-      for (int d = 0; d < x->type.rank(); ++d) {
-        const ir::Dim& size = type.shape()[d];
-        if (size != x->type.shape()[d])
-          checks::Window(w, "tensor.slice", d, shift[d], ir::Operand::Int(size.size), shape);
-      }
-      if (dst) Copy(w, ext, caps, type.shape(), x, shift, dst, {});
+      if (dst) Copy(w, ext, caps, type.shape(), op.args()[0].value(), shift, dst, {});
       return;
     }
     case ir::OpFamily::kTensorConcat: {  // each operand shifted along the axis by the ones before

@@ -12,7 +12,8 @@
 // in place, else they are the largest square T (K slice 4T) whose A, B, packed-B and C tiles
 // fit in L2. Partial tiles at the end of every dim (static or symbolic) are handled
 // by the tiles' valid regions. Requires: no composites. Establishes: no tensor ops except
-// tensor.empty and tensor.dim. Complexity: O(ops) per group.
+// tensor.empty, tensor.dim and the slices, reshapes and order-keeping transposes read in place
+// (views, passes/views.h), a slice after the checks of its offsets. Complexity: O(ops) per group.
 #include "passes/convert_tensor_to_tile.h"
 
 #include <algorithm>
@@ -339,6 +340,9 @@ class Converter {
             convert::LowerCopy(w, ext_, caps_, op.args()[0].value(), op.args()[1].value());
           else if (op.op() == OpCode::kTensorEmpty)
             Empty(w, s);
+          else if (op.op() == OpCode::kTensorSlice || op.op() == OpCode::kTensorReshape ||
+                   op.op() == OpCode::kTensorTranspose)
+            convert::LowerView(w, ext_, s);
           else
             w.Append(s);
           if (op.op() == OpCode::kTensorDim) NoteDim(op);
@@ -408,13 +412,17 @@ class Converter {
     convert::LowerAlone(w, ext_, caps_, *g.ops[0], store ? g.stores[0] : nullptr);
   }
 
+  static constexpr int64_t kMinTaskElems = 16384;
+
   // Bytes of tiles a task should hold: half the L2 (what stays in cache), and never more than
   // half the on-chip budget (plan-memory's hard limit; the estimate of live tiles is rough).
   int64_t WorkingSet() const { return std::min(caps_.l2_bytes, caps_.onchip_budget_bytes) / 2; }
 
   // Tile extents for an elementwise / row group: whole rows when `row`, else up to 2048
   // columns; rows so that the values live at once (inputs plus two) fit the on-chip budget,
-  // keeping at least 8 tasks where the shape allows.
+  // never more than a static dim has, and fewer while there are under 8 tasks, down to tasks of
+  // kMinTaskElems: a task costs microseconds to submit and run, more than a smaller piece of
+  // elementwise work (a decode step's per-head ops, 9 x 32, ran as 9 tasks of one row).
   Tiling ElementwiseTiling(const std::vector<ir::Dim>& domain, const GroupOps& g, bool row) const {
     const int r = static_cast<int>(domain.size());
     const ir::Dim& c = domain.back();
@@ -434,8 +442,12 @@ class Converter {
     for (int d = 0; d + 2 < r; ++d) outer *= domain[d].is_static() ? domain[d].size : 8;
     if (!row && c.is_static()) outer *= (c.size + t.cols - 1) / t.cols;
     const ir::Dim& rows = domain[r - 2];
-    if (rows.is_static())
-      while (t.rows > 1 && outer * ((rows.size + t.rows - 1) / t.rows) < 8) t.rows /= 2;
+    if (rows.is_static() && rows.size > 0) {
+      t.rows = std::min(t.rows, rows.size);
+      while (t.rows > 1 && outer * ((rows.size + t.rows - 1) / t.rows) < 8 &&
+             t.rows / 2 * t.cols >= kMinTaskElems)
+        t.rows /= 2;
+    }
     return t;
   }
 

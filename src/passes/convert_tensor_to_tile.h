@@ -50,6 +50,9 @@ Window WindowOf(const std::vector<ir::Dim>& shape, const std::vector<ir::Dim>& d
 // when the result is unused (then only the op's run-time checks are emitted).
 void LowerAlone(BlockWriter& w, Extents& ext, const Capabilities& caps, const ir::OpStmt& op,
                 const ir::OpStmt* store);
+// A tensor.slice or tensor.reshape that group formation left outside every group (a view,
+// passes/views.h): a slice's run-time checks, then the op itself, which targets read in place.
+void LowerView(BlockWriter& w, Extents& ext, const ir::StmtRef& view);
 
 // tensor.argmax and tensor.gather (convert_index.cc), called by LowerAlone: `dst` null keeps only
 // their run-time checks (an empty axis; every id in range).

@@ -13,7 +13,9 @@
 // Joining only groups whose inputs precede them keeps the group graph acyclic: each group runs
 // at its first op's position. A value used outside its group is stored to a tensor.empty buffer
 // (or straight into an `out` parameter when its only use is a tensor.store there and nothing else
-// touches that parameter), and later uses read the buffer. Complexity: O(ops x groups).
+// touches that parameter), and later uses read the buffer. Slices and reshapes that may be read
+// in place (views.h) join no group: they stay where they are, and their readers load the memory
+// they view. Complexity: O(ops x groups).
 #include "passes/tensor_groups.h"
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "ops/type_rules.h"
 #include "passes/extents.h"
 #include "passes/rewrite.h"
+#include "passes/views.h"
 
 namespace ptox::passes {
 
@@ -138,6 +141,7 @@ class Grouper {
   // broadcast shape (see BroadcastOutputs).
   ir::Block Run(const ir::Block& block) {
     own_domain_.clear();
+    views_ = Views(func_, block);
     for (;;) {
       std::vector<int> member_of = Place(block);
       const std::vector<size_t> bad = BroadcastOutputs(block, member_of);
@@ -160,7 +164,7 @@ class Grouper {
     size_t last_write = 0;  // 1 + index of the last memory-writing statement
     for (size_t i = 0; i < n; ++i) {
       const ir::Stmt& s = *block[i];
-      if (IsGroupable(s)) {
+      if (IsGroupable(s) && !views_.count(ir::As<ir::OpStmt>(s).result().get())) {
         const auto& op = ir::As<ir::OpStmt>(s);
         int g = PlaceOp(op, i, last_write);
         member_of[i] = g;
@@ -386,6 +390,7 @@ class Grouper {
   std::unordered_map<const ir::ValueNode*, int> group_of_;
   std::unordered_set<const ir::ValueNode*> flat_;  // non-keepdims reduction results
   std::unordered_set<size_t> own_domain_;  // ops that join only groups of their own shape
+  std::unordered_set<const ir::ValueNode*> views_;  // slices / reshapes read in place: in no group
   std::unordered_map<const ir::ValueNode*, size_t> def_index_;
 };
 

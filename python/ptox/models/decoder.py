@@ -4,8 +4,8 @@ over the stacked per-layer weights carrying the residual stream, so a layer's co
 and compiled once, whatever the depth.
 
 Inputs: token ids; the RoPE cos / sin of their positions past .. P-1; the weights (constant
-inputs: each kind of matrix stacked per layer as row blocks [L * out, in], so a layer's matrix is
-a row slice, read in place); the KV caches as views [L * KV, P, hd] of the first P = past + T
+inputs: each kind of matrix stacked per layer as row blocks [L * out, in] and each kind of
+vector as [L * n], so a layer's is a slice, read in place); the KV caches as views [L * KV, P, hd] of the first P = past + T
 positions of caches allocated once for the whole context (so the past length comes from their
 shape, and attention reads exactly the positions filled), written in place at rows past .. P-1.
 Output: the logits of the last token, or of every new token.
@@ -20,10 +20,10 @@ import ptox.lang as pl
 
 def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, D, pl.f32],
-                 attn_norm: pl.In[L, D, pl.f32], wq: pl.In[L * QD, D, pl.f32],
+                 attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, D, pl.f32],
                  wk: pl.In[L * KVD, D, pl.f32], wv: pl.In[L * KVD, D, pl.f32],
-                 q_norm: pl.In[L, HD, pl.f32], k_norm: pl.In[L, HD, pl.f32],
-                 wo: pl.In[L * D, QD, pl.f32], ffn_norm: pl.In[L, D, pl.f32],
+                 q_norm: pl.In[L * HD, pl.f32], k_norm: pl.In[L * HD, pl.f32],
+                 wo: pl.In[L * D, QD, pl.f32], ffn_norm: pl.In[L * D, pl.f32],
                  wg: pl.In[L * F, D, pl.f32], wu: pl.In[L * F, D, pl.f32],
                  wd: pl.In[L * D, F, pl.f32], out_norm: pl.In[D, pl.f32],
                  lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L * KV, "P", HD, pl.f32],
@@ -35,18 +35,15 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
     s = pl.reshape(sin, shape=(TOKENS, 1, HD))
     for l in pl.range(0, L):
         # Layer l's weights are row blocks of the stacked matrices (views, no copies).
-        h = pl.rmsnorm(x, pl.reshape(pl.slice(attn_norm, [l, 0], shape=(1, D)), shape=(D,)),
-                       eps=EPS)
+        h = pl.rmsnorm(x, pl.slice(attn_norm, [l * D], shape=(D,)), eps=EPS)
         q = pl.matmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, D)), transpose_b=True)
         k = pl.matmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
         v = pl.matmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
         q = pl.reshape(q, shape=(TOKENS, H, HD))
         k = pl.reshape(k, shape=(TOKENS, KV, HD))
         if QK_NORM:
-            q = pl.rmsnorm(q, pl.reshape(pl.slice(q_norm, [l, 0], shape=(1, HD)), shape=(HD,)),
-                           eps=EPS)
-            k = pl.rmsnorm(k, pl.reshape(pl.slice(k_norm, [l, 0], shape=(1, HD)), shape=(HD,)),
-                           eps=EPS)
+            q = pl.rmsnorm(q, pl.slice(q_norm, [l * HD], shape=(HD,)), eps=EPS)
+            k = pl.rmsnorm(k, pl.slice(k_norm, [l * HD], shape=(HD,)), eps=EPS)
         q = pl.rope(q, c, s)
         k = pl.rope(k, c, s)
         # Append this step's keys and values to the caches, then attend over all P positions.
@@ -69,8 +66,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             o = pl.matmul(pl.softmax(sc), values)
             o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
         x = x + pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
-        h = pl.rmsnorm(x, pl.reshape(pl.slice(ffn_norm, [l, 0], shape=(1, D)), shape=(D,)),
-                       eps=EPS)
+        h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
         g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
         u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
         x = x + pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
@@ -85,6 +81,8 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
 # The step's weight parameters, in order after ids, cos and sin.
 WEIGHTS = ("embed", "attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ffn_norm", "wg", "wu",
            "wd", "out_norm", "lm_head")
+# Those stacked per layer: vectors as [L * n], matrices as [L * out, in] (a layer's is a slice).
+PER_LAYER = ("attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ffn_norm", "wg", "wu", "wd")
 
 
 def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0):

@@ -31,8 +31,9 @@ class Model:
         w.setdefault("lm_head", w["embed"])
         for k in ("q_norm", "k_norm"):  # llama: no q / k norm (the step skips them)
             w.setdefault(k, np.ones((cfg.n_layers, cfg.head_dim), np.float32))
-        # The step takes each stacked matrix as [L * out, in]: the same memory, a layer a slice.
-        self._weights = [w[k].reshape(-1, w[k].shape[-1]) if w[k].ndim == 3 else w[k]
+        # The step takes each stacked matrix as [L * out, in] and vector as [L * n]: the same
+        # memory, a layer a slice.
+        self._weights = [w[k].reshape(-1, *w[k].shape[2:]) if k in decoder.PER_LAYER else w[k]
                          for k in decoder.WEIGHTS]
         self._cos, self._sin = rope_tables(cfg, self.context)
         shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)

@@ -337,6 +337,43 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   Check(depth);
 }
 
+// tensor.slice / tensor.reshape / tensor.transpose in the orchestration (views that
+// fuse-elementwise left outside its groups): `v<N>` describes the memory it views, with its own runtime id `v<N>_id`, whose
+// accesses the host maps onto the viewed tensor. The lowering checked a slice's box.
+void Emitter::View(const ir::OpStmt& op, int depth) {
+  const ir::Value& res = op.result();
+  const ir::Type& from = op.args()[0].type();
+  // A transpose here keeps memory order (passes/views.h): a reshape.
+  const bool reshape = op.op() != ir::OpCode::kTensorSlice;
+  const std::string where = Where(op, ir::OpName(op.op())), r = Name(res), src = Operand(op.args()[0]);
+  if (cur_ != &out_)
+    PTOX_UNSUPPORTED() << "the CPU target makes views only outside incore scopes ("
+                       << where.substr(1, where.size() - 2) << ")";
+  PTOX_ICHECK(res->type.rank() <= abi::kMaxRank) << "rank " << res->type.rank();
+  std::string sizes;
+  for (int d = 0; d < res->type.rank(); ++d) {
+    const ir::Dim& dim = res->type.shape()[d];
+    sizes += d ? ", " : "";
+    if (dim.is_static()) {
+      sizes += fmt::format("int64_t{{{}}}", dim.size);
+      continue;
+    }
+    // A symbolic dim is the operand's dim of that symbol (a slice: the same dim, taken whole).
+    int at = reshape ? -1 : d;
+    for (int e = 0; at < 0 && e < from.rank(); ++e)
+      if (from.shape()[e] == dim) at = e;
+    PTOX_ICHECK(at >= 0 && from.shape()[at] == dim) << "view dim " << dim.sym << " not in its operand";
+    sizes += fmt::format("{}.shape[{}]", src, at);
+  }
+  Line(depth, fmt::format("int64_t {}_id = -1;", r));
+  tensor_ids_.insert(res.get());
+  Line(depth, fmt::format("const pc::TensorArg& {0} = pc::TensorView(ctx, rt, {1}, {2}, {3}, {{{4}}}, "
+                          "{{{5}}}, {6}, &{0}_id);",
+                          r, src, TensorIdOf(op.args()[0].value()), reshape,
+                          reshape ? "" : Operands(op.args(), 1, op.args().size()), sizes, where));
+  Check(depth);
+}
+
 namespace {
 
 // A C string literal for `text`, usable as a printf format; with `holes`, each '{}' becomes a
@@ -494,6 +531,10 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
   if (!op.results().empty() && Inlined(op.result())) return;  // computed where it is used
   if (EmitFusedRoot(op, depth)) return;
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorEmpty) return Empty(op, depth);
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kTensorSlice ||
+      ir::FamilyOf(op.op()) == ir::OpFamily::kTensorReshape ||
+      ir::FamilyOf(op.op()) == ir::OpFamily::kTensorTranspose)
+    return View(op, depth);
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());

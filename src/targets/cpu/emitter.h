@@ -58,6 +58,7 @@ class Emitter {
   std::string ScalarExpr(const ir::OpStmt& op, const std::string& where);
   std::string TileCall(const ir::OpStmt& op, const std::string& r, const std::string& where);
   void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)
+  void View(const ir::OpStmt& op, int depth);   // tensor.slice / reshape views (orchestration)
   void Assert(const ir::OpStmt& op, int depth);
   void Incore(const ir::IncoreStmt& s, int depth);
   void Kernel(const ir::IncoreStmt& s, const analysis::IncoreInfo& info, const std::string& k);

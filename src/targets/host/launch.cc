@@ -58,12 +58,19 @@ std::string FindNaN(const abi::TensorArg& t, DType dtype, const runtime::Box& bo
   }
 }
 
-// A tensor made by tensor.empty: host-owned, zero-filled, alive until the graph is waited for.
-struct EmptyTensor {
-  std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+// A tensor the orchestration made: a tensor.empty (host-owned, zero-filled) or a view of a box of
+// another tensor (tensor.slice read in place), alive until the graph is waited for.
+struct MadeTensor {
+  std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};  // null for a view
   abi::TensorArg t{};
   DType dtype = DType::kF32;
   std::string label;  // "%tmp (tensor.empty at 3:10)"
+  // A view: the tensor whose memory it is (never itself a view); a box of the view is the box
+  // shifted by `offsets` there, or (`covers`: a reshape, or a view of one) always `cover`.
+  int64_t root = -1;
+  int64_t offsets[abi::kMaxRank] = {};
+  bool covers = false;
+  runtime::Box cover;
 };
 
 struct Bridge {
@@ -72,8 +79,14 @@ struct Bridge {
   const std::vector<Arg>* host_args;
   bool check_nan;
   const std::vector<std::string>* arg_names;
-  std::deque<EmptyTensor>* empties;  // id args->size() + k is empties[k] (a deque: stable)
+  std::deque<MadeTensor>* made;  // id args->size() + k is made[k] (a deque: stable)
 };
+
+// The tensor.empty or view with id `id`, or null.
+const MadeTensor* Made(const Bridge& b, int64_t id) {
+  const int64_t k = id - static_cast<int64_t>(b.args->size());
+  return k >= 0 && k < static_cast<int64_t>(b.made->size()) ? &(*b.made)[k] : nullptr;
+}
 
 // "%name (argument i)", or "argument i" when the name is unknown.
 std::string ArgLabel(const Bridge& b, int64_t i) {
@@ -82,8 +95,8 @@ std::string ArgLabel(const Bridge& b, int64_t i) {
   return "%" + (*b.arg_names)[i] + " (" + index + ")";
 }
 
-// The tensor behind an access's id (a tensor parameter or an empty tensor), its dtype and its
-// label; false when no tensor has that id.
+// The tensor behind an access's id (a tensor parameter or one the orchestration made), its dtype
+// and its label; false when no tensor has that id.
 bool Resolve(const Bridge& b, int64_t id, abi::TensorArg* t, DType* dtype, std::string* label) {
   const int64_t params = static_cast<int64_t>(b.args->size());
   if (id >= 0 && id < params) {
@@ -93,10 +106,10 @@ bool Resolve(const Bridge& b, int64_t id, abi::TensorArg* t, DType* dtype, std::
     if (label) *label = ArgLabel(b, id);
     return true;
   }
-  if (id < params || id - params >= static_cast<int64_t>(b.empties->size())) return false;
-  const EmptyTensor& e = (*b.empties)[id - params];
-  *t = e.t, *dtype = e.dtype;
-  if (label) *label = e.label;
+  const MadeTensor* e = Made(b, id);
+  if (e == nullptr) return false;
+  *t = e->t, *dtype = e->dtype;
+  if (label) *label = e->label;
   return true;
 }
 
@@ -118,7 +131,7 @@ bool DTypeOfCode(int64_t code, DType* out) {
 // Runtime::alloc: a zero-filled, 64-byte-aligned contiguous tensor owned by the bridge.
 int64_t Alloc(void* ctx, const abi::AllocDesc* desc, const abi::TensorArg** out) {
   Bridge& b = *static_cast<Bridge*>(ctx);
-  EmptyTensor e;
+  MadeTensor e;
   if (!DTypeOfCode(desc->dtype, &e.dtype) || desc->element_bytes != DTypeBytes(e.dtype) ||
       desc->rank < 1 || desc->rank > abi::kMaxRank)
     return -1;
@@ -144,9 +157,85 @@ int64_t Alloc(void* ctx, const abi::AllocDesc* desc, const abi::TensorArg** out)
     stride *= desc->shape[d];  // cannot overflow: the product of all sizes fits
   }
   e.label = desc->label ? desc->label : "tensor.empty";
-  b.empties->push_back(std::move(e));
-  *out = &b.empties->back().t;
-  return static_cast<int64_t>(b.args->size() + b.empties->size() - 1);
+  b.made->push_back(std::move(e));
+  *out = &b.made->back().t;
+  return static_cast<int64_t>(b.args->size() + b.made->size() - 1);
+}
+
+// Whether `t` is row-major contiguous (size-1 dims may have any stride).
+bool Contiguous(const abi::TensorArg& t) {
+  int64_t stride = 1;
+  for (int64_t d = t.rank - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != stride) return false;
+    stride *= t.shape[d];
+  }
+  return true;
+}
+
+// Runtime::view: a descriptor of a box of a tensor (same memory, same strides) or of a
+// contiguous tensor in another shape, with an id of its own. What it touches is recorded against
+// the tensor that owns the memory, so accesses map onto it (Submit).
+int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
+  Bridge& b = *static_cast<Bridge*>(ctx);
+  MadeTensor v;
+  abi::TensorArg src{};
+  if (!Resolve(b, desc->tensor, &src, &v.dtype, &v.label) || desc->rank < 1 ||
+      desc->rank > abi::kMaxRank)
+    return -1;
+  // Where the viewed tensor lies in its root: all of it, or its own box there.
+  const MadeTensor* parent = Made(b, desc->tensor);
+  const bool nested = parent && parent->root >= 0;
+  v.root = nested ? parent->root : desc->tensor;
+  runtime::Box whole;  // the viewed tensor's memory, in the root's index space
+  if (nested && parent->covers) {
+    whole = parent->cover;
+  } else {
+    whole.rank = static_cast<int>(src.rank);
+    for (int d = 0; d < whole.rank; ++d) {
+      whole.lo[d] = nested ? parent->offsets[d] : 0;
+      whole.hi[d] = whole.lo[d] + src.shape[d];
+    }
+  }
+  v.t = src;
+  v.t.rank = desc->rank;
+  if (desc->reshape) {
+    int64_t n = 1, m = 1;
+    for (int64_t d = 0; d < src.rank; ++d) n *= src.shape[d];
+    for (int64_t d = 0; d < desc->rank; ++d) {
+      if (desc->shape[d] < 0 || __builtin_mul_overflow(m, desc->shape[d], &m)) return -1;
+    }
+    if (!Contiguous(src) || n != m) return -1;
+    int64_t stride = 1;
+    for (int64_t d = desc->rank - 1; d >= 0; --d) {
+      v.t.shape[d] = desc->shape[d];
+      v.t.strides[d] = stride;
+      stride *= desc->shape[d];
+    }
+    v.covers = true;
+    v.cover = whole;
+    v.label = "a reshape of " + v.label;
+  } else {
+    if (desc->rank != src.rank) return -1;
+    char* data = static_cast<char*>(src.data);
+    for (int64_t d = 0; d < desc->rank; ++d) {
+      const int64_t o = desc->offsets[d], n = desc->shape[d];
+      if (o < 0 || n < 0 || o > src.shape[d] - n) return -1;
+      // An empty box points nowhere new: its offset may be the dim's end.
+      if (n > 0) data += o * src.strides[d] * DTypeBytes(v.dtype);
+      v.t.shape[d] = n;
+    }
+    v.t.data = data;
+    if (nested && parent->covers) {
+      v.covers = true;
+      v.cover = whole;
+    } else {
+      for (int64_t d = 0; d < desc->rank; ++d) v.offsets[d] = whole.lo[d] + desc->offsets[d];
+    }
+    v.label = "a slice of " + v.label;
+  }
+  b.made->push_back(std::move(v));
+  *out = &b.made->back().t;
+  return static_cast<int64_t>(b.args->size() + b.made->size() - 1);
 }
 
 // One written box the NaN check scans after the task ran.
@@ -181,8 +270,20 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
     // Clipped to the tensor: a partial tile touches only what exists (traffic accounting).
     for (int d = 0; d < acc.box.rank; ++d)
       acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], w.t.shape[d]);
-    task.accesses.push_back(acc);
     if (b.check_nan && acc.write) w.box = acc.box, watches.push_back(std::move(w));
+    // A view's box is a box of the tensor whose memory it is: dependencies follow the memory.
+    if (const MadeTensor* v = Made(b, a.tensor); v && v->root >= 0) {
+      acc.tensor = static_cast<int>(v->root);
+      if (v->covers && !acc.box.Empty()) {
+        acc.box = v->cover;
+      } else {
+        for (int d = 0; d < acc.box.rank; ++d) {
+          acc.box.hi[d] = std::max(acc.box.lo[d], acc.box.hi[d]) + v->offsets[d];
+          acc.box.lo[d] += v->offsets[d];
+        }
+      }
+    }
+    task.accesses.push_back(acc);
   }
   // One allocation for the packed arguments (operator new: aligned for any scalar field).
   std::vector<char> packed(static_cast<const char*>(desc->args),
@@ -235,10 +336,10 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
       a.f = std::get<double>(args[i]);
     }
   }
-  std::deque<EmptyTensor> empties;  // declared before the graph: outlives every task
+  std::deque<MadeTensor> made;  // declared before the graph: outlives every task
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &empties};
-  abi::Runtime rt{&bridge, &Submit, &Alloc};
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made};
+  abi::Runtime rt{&bridge, &Submit, &Alloc, &View};
   abi::ErrorBuf err{};
   int rc = entry(packed.data(), &rt, &err);
   Status tasks = graph.Wait();  // always: tasks may still use the arguments

@@ -1,0 +1,156 @@
+// Views of slices and reshapes (see views.h). Complexity: O(statements x nested ops) per block.
+#include "passes/views.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/walk.h"
+#include "ops/type_rules.h"
+
+namespace ptox::passes {
+
+bool TransposeKeepsOrder(const ir::OpStmt& op) {
+  const std::vector<ir::Dim>& shape = op.args()[0].type().shape();
+  const int r = static_cast<int>(shape.size());
+  int a = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim0", -2), r, "", op.span());
+  int b = ir::NormalizeAxis(ir::IntAttr(op.attrs(), "dim1", -1), r, "", op.span());
+  if (a > b) std::swap(a, b);
+  int moved = 0;  // dims in [a, b] that are not a static 1
+  for (int d = a; d <= b; ++d) moved += shape[d] != ir::Dim::Static(1);
+  return moved <= 1;
+}
+
+namespace {
+
+const ir::OpStmt* AsView(const ir::Stmt& s) {
+  if (s.kind() != ir::StmtKind::kOp) return nullptr;
+  const auto& op = ir::As<ir::OpStmt>(s);
+  const bool view = op.op() == ir::OpCode::kTensorSlice || op.op() == ir::OpCode::kTensorReshape ||
+                    (op.op() == ir::OpCode::kTensorTranspose && TransposeKeepsOrder(op));
+  return view ? &op : nullptr;
+}
+
+// Whether every symbolic dim of `to` is one of `from`'s (where a reshape view reads its size).
+bool SymbolsAmong(const std::vector<ir::Dim>& to, const std::vector<ir::Dim>& from) {
+  for (const ir::Dim& d : to)
+    if (!d.is_static() && std::find(from.begin(), from.end(), d) == from.end()) return false;
+  return true;
+}
+
+// How statement `s` (and what it nests) uses value `v`: not at all, only reading it, or in a way
+// that lets memory be written through it or outlive the statement.
+enum class Use { kNone, kRead, kEscapes };
+
+Use UseOf(const ir::Stmt& s, const ir::ValueNode* v) {
+  Use use = Use::kNone;
+  auto visit = [&](const ir::Stmt& t) {
+    auto is_v = [&](const ir::Operand& o) { return o.is_value() && o.value().get() == v; };
+    switch (t.kind()) {
+      case ir::StmtKind::kOp: {
+        const auto& op = ir::As<ir::OpStmt>(t);
+        const ir::OpFamily f = ir::FamilyOf(op.op());
+        for (size_t i = 0; i < op.args().size(); ++i) {
+          if (!is_v(op.args()[i])) continue;
+          const bool destination = (f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) &&
+                                   i == 1;
+          use = destination ? Use::kEscapes : std::max(use, Use::kRead);
+        }
+        break;
+      }
+      case ir::StmtKind::kFor:
+        for (const ir::Operand& o : ir::As<ir::ForStmt>(t).inits())
+          if (is_v(o)) use = Use::kEscapes;
+        break;
+      case ir::StmtKind::kYield:
+        for (const ir::Operand& o : ir::As<ir::YieldStmt>(t).values())
+          if (is_v(o)) use = Use::kEscapes;
+        break;
+      default: break;
+    }
+  };
+  visit(s);
+  ir::ForEachBody(s, [&](const ir::Block& b) {
+    ir::ForEachStmt(b, [&](const ir::Stmt& t) {
+      if (use != Use::kEscapes) visit(t);
+    });
+  });
+  return use;
+}
+
+// The tensors statement `s` (and what it nests) may write: store destinations.
+std::vector<const ir::ValueNode*> Writes(const ir::Stmt& s) {
+  std::vector<const ir::ValueNode*> out;
+  auto visit = [&](const ir::Stmt& t) {
+    if (t.kind() != ir::StmtKind::kOp) return;
+    const auto& op = ir::As<ir::OpStmt>(t);
+    const ir::OpFamily f = ir::FamilyOf(op.op());
+    if ((f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) && op.args()[1].is_value())
+      out.push_back(op.args()[1].value().get());
+  };
+  visit(s);
+  ir::ForEachBody(s, [&](const ir::Block& b) { ir::ForEachStmt(b, visit); });
+  return out;
+}
+
+}  // namespace
+
+std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::Block& block) {
+  std::unordered_map<const ir::ValueNode*, ir::Direction> params;
+  for (const ir::Param& p : func.params) params[p.value.get()] = p.dir;
+  std::unordered_set<const ir::ValueNode*> empties;  // made by tensor.empty, anywhere
+  // Held in a new contiguous buffer: tensor.empty and tensor compute ops (not the views, which
+  // are decided below).
+  std::unordered_set<const ir::ValueNode*> contiguous;
+  ir::ForEachOp(func.body, [&](const ir::OpStmt& op) {
+    if (op.op() == ir::OpCode::kTensorEmpty) empties.insert(op.result().get());
+    const ir::OpFamily f = ir::FamilyOf(op.op());
+    if (ir::IsTensorLevel(f) && !op.results().empty() && op.result()->type.is_tensor() &&
+        f != ir::OpFamily::kTensorSlice && f != ir::OpFamily::kTensorReshape)
+      contiguous.insert(op.result().get());
+  });
+  // A parameter or a tensor.empty is its own memory; other tensor values (loop-carried, if
+  // results) refer to one of them, unknown until run time.
+  auto own_memory = [&](const ir::ValueNode* t) { return params.count(t) || empties.count(t); };
+  std::unordered_map<const ir::ValueNode*, const ir::ValueNode*> root_of;  // view -> what it reads
+  std::unordered_set<const ir::ValueNode*> views;
+  for (size_t i = 0; i < block.size(); ++i) {
+    const ir::OpStmt* view = AsView(*block[i]);
+    if (view == nullptr) continue;
+    const ir::ValueNode* v = view->result().get();
+    const ir::ValueNode* src = view->args()[0].value().get();
+    const ir::ValueNode* root = root_of.count(src) ? root_of.at(src) : src;
+    const bool reshape = view->op() != ir::OpCode::kTensorSlice;
+    if (reshape &&
+        (!contiguous.count(src) ||
+         !SymbolsAmong(view->result()->type.shape(), view->args()[0].type().shape())))
+      continue;
+    // Readers: statements of this block after the slice (a value is used only where it is
+    // visible: here, or nested here).
+    size_t last = i;
+    bool ok = true;
+    for (size_t j = i + 1; j < block.size() && ok; ++j) {
+      const Use use = UseOf(*block[j], v);
+      ok = use != Use::kEscapes;
+      if (use == Use::kRead) last = j;
+    }
+    auto dir = params.find(root);
+    const bool read_only = dir != params.end() && dir->second == ir::Direction::kIn;
+    // Tensors made after the slice cannot be its memory.
+    std::unordered_set<const ir::ValueNode*> fresh;
+    for (size_t j = i + 1; j <= last; ++j)
+      ir::ForEachOp(ir::Block{block[j]}, [&](const ir::OpStmt& op) {
+        if (op.op() == ir::OpCode::kTensorEmpty) fresh.insert(op.result().get());
+      });
+    for (size_t j = i + 1; j <= last && ok && !read_only; ++j)
+      for (const ir::ValueNode* w : Writes(*block[j]))
+        ok = ok && w != root &&
+             (fresh.count(w) || (own_memory(root) && own_memory(w)));
+    if (!ok) continue;
+    views.insert(v);
+    root_of[v] = root;
+    if (reshape) contiguous.insert(v);
+  }
+  return views;
+}
+
+}  // namespace ptox::passes
