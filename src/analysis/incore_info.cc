@@ -45,6 +45,7 @@ class Walker {
           info_.accesses.push_back(
               {&op, t, it == params_.end() ? -1 : it->second, f == ir::OpFamily::kStore});
         }
+        if (op.op() == ir::OpCode::kArithAdd) info_.sums[op.result().get()] = &op;
         for (const ir::Value& r : op.results()) Def(r);
         break;
       }
@@ -88,20 +89,37 @@ std::vector<AccessBound> AccessBounds(const IncoreInfo& info, const AccessSite& 
   const size_t t = site.write ? 1 : 0;  // tile.store %tile, %tensor[...]; tile.load %tensor[...]
   const ir::Type& tile = site.write ? args[0].type() : site.op->result()->type;
   const int r = args[t].type().rank();
+  auto live = [&](const ir::Operand& o) {
+    return !o.is_value() || std::any_of(info.live_ins.begin(), info.live_ins.end(),
+                                        [&](const ir::Value& v) { return v == o.value(); });
+  };
+  auto loop_of = [&](const ir::Operand& o) -> const ir::ForStmt* {
+    if (!o.is_value()) return nullptr;
+    auto it = info.outer_bounded_ivs.find(o.value().get());
+    return it == info.outer_bounded_ivs.end() ? nullptr : it->second;
+  };
   std::vector<AccessBound> out;
   for (int d = 0; d < r; ++d) {
     const ir::Operand& off = args[t + 1 + d];
     const int64_t ext = d == r - 1 ? tile.cols() : (d == r - 2 ? tile.rows() : 1);
-    const bool live = !off.is_value() || std::any_of(info.live_ins.begin(), info.live_ins.end(),
-                                                     [&](const ir::Value& v) { return v == off.value(); });
-    if (live) {
+    if (live(off)) {
       out.push_back({AccessBound::kAt, off, {}, ext});
-    } else if (auto it = info.outer_bounded_ivs.find(off.value().get());
-               it != info.outer_bounded_ivs.end()) {
-      out.push_back({AccessBound::kLoopRange, it->second->lb(), it->second->ub(), ext});
-    } else {
-      out.push_back({AccessBound::kWholeDim, {}, {}, ext});
+      continue;
     }
+    if (const ir::ForStmt* f = loop_of(off)) {
+      out.push_back({AccessBound::kLoopRange, f->lb(), f->ub(), ext});
+      continue;
+    }
+    // An induction variable plus a shift known outside.
+    auto sum = info.sums.find(off.value().get());
+    if (sum != info.sums.end()) {
+      const auto& a = sum->second->args();
+      for (int i = 0; i < 2 && out.size() == static_cast<size_t>(d); ++i)
+        if (const ir::ForStmt* f = loop_of(a[i]); f && live(a[1 - i]))
+          out.push_back({AccessBound::kLoopRange, f->lb(), f->ub(), ext, a[1 - i]});
+      if (out.size() > static_cast<size_t>(d)) continue;
+    }
+    out.push_back({AccessBound::kWholeDim, {}, {}, ext});
   }
   return out;
 }

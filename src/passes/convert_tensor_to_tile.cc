@@ -412,8 +412,6 @@ class Converter {
     convert::LowerAlone(w, ext_, caps_, *g.ops[0], store ? g.stores[0] : nullptr);
   }
 
-  static constexpr int64_t kMinTaskElems = 16384;
-
   // Bytes of tiles a task should hold: half the L2 (what stays in cache), and never more than
   // half the on-chip budget (plan-memory's hard limit; the estimate of live tiles is rough).
   int64_t WorkingSet() const { return std::min(caps_.l2_bytes, caps_.onchip_budget_bytes) / 2; }
@@ -421,8 +419,7 @@ class Converter {
   // Tile extents for an elementwise / row group: whole rows when `row`, else up to 2048
   // columns; rows so that the values live at once (inputs plus two) fit the on-chip budget,
   // never more than a static dim has, and fewer while there are under 8 tasks, down to tasks of
-  // kMinTaskElems: a task costs microseconds to submit and run, more than a smaller piece of
-  // elementwise work (a decode step's per-head ops, 9 x 32, ran as 9 tasks of one row).
+  // caps.min_task_elements (a decode step's per-head ops, 9 x 32, ran as 9 tasks of one row).
   Tiling ElementwiseTiling(const std::vector<ir::Dim>& domain, const GroupOps& g, bool row) const {
     const int r = static_cast<int>(domain.size());
     const ir::Dim& c = domain.back();
@@ -445,7 +442,7 @@ class Converter {
     if (rows.is_static() && rows.size > 0) {
       t.rows = std::min(t.rows, rows.size);
       while (t.rows > 1 && outer * ((rows.size + t.rows - 1) / t.rows) < 8 &&
-             t.rows / 2 * t.cols >= kMinTaskElems)
+             t.rows / 2 * t.cols >= caps_.min_task_elements)
         t.rows /= 2;
     }
     return t;

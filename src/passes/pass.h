@@ -17,6 +17,9 @@ struct Capabilities {
   int64_t l2_bytes = 1 << 20;  // per-core cache that tiles are sized for
   // The most bytes of tiles one incore scope may hold (plan-memory rejects more).
   int64_t onchip_budget_bytes = 256 << 10;
+  // Tile elements below which a task costs more to submit and run than its work: lowerings
+  // split work no finer for parallelism, coarsen-tasks merges smaller tasks of a loop.
+  int64_t min_task_elements = 16384;
   // The target's tiling choices (never null; the target owns it).
   const TargetPolicy* policy = &GenericPolicy();
 };

@@ -33,6 +33,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
       "unroll",                  // `unroll` loops with constant bounds -> straight-line copies
       "fold-constants",          // the copies' index arithmetic on immediates
       "dce",                     // drop what folding left unused
+      "coarsen-tasks",           // tiny tasks of a parallel loop -> chunks of its iterations
       "fuse-tiles",              // elementwise tiles computed where they are used: {fused}
       "plan-memory",             // tile liveness -> arena offsets, checked against the budget
   };

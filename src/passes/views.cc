@@ -30,6 +30,18 @@ const ir::OpStmt* AsView(const ir::Stmt& s) {
   return view ? &op : nullptr;
 }
 
+// Whether two shapes are the same but for dims of a static 1 (a reshape between them moves no
+// element: any strides serve).
+bool SameButUnitDims(const std::vector<ir::Dim>& from, const std::vector<ir::Dim>& to) {
+  auto strip = [](const std::vector<ir::Dim>& s) {
+    std::vector<ir::Dim> out;
+    for (const ir::Dim& d : s)
+      if (d != ir::Dim::Static(1)) out.push_back(d);
+    return out;
+  };
+  return strip(from) == strip(to);
+}
+
 // Whether every symbolic dim of `to` is one of `from`'s (where a reshape view reads its size).
 bool SymbolsAmong(const std::vector<ir::Dim>& to, const std::vector<ir::Dim>& from) {
   for (const ir::Dim& d : to)
@@ -120,9 +132,10 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     const ir::ValueNode* src = view->args()[0].value().get();
     const ir::ValueNode* root = root_of.count(src) ? root_of.at(src) : src;
     const bool reshape = view->op() != ir::OpCode::kTensorSlice;
-    if (reshape &&
-        (!contiguous.count(src) ||
-         !SymbolsAmong(view->result()->type.shape(), view->args()[0].type().shape())))
+    const std::vector<ir::Dim>& from = view->args()[0].type().shape();
+    const std::vector<ir::Dim>& to = view->result()->type.shape();
+    if (reshape && ((!contiguous.count(src) && !SameButUnitDims(from, to)) ||
+                    !SymbolsAmong(to, from)))
       continue;
     // Readers: statements of this block after the slice (a value is used only where it is
     // visible: here, or nested here).
@@ -148,7 +161,7 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     if (!ok) continue;
     views.insert(v);
     root_of[v] = root;
-    if (reshape) contiguous.insert(v);
+    if (reshape && contiguous.count(src)) contiguous.insert(v);
   }
   return views;
 }

@@ -10,9 +10,10 @@ namespace ptox::passes {
 
 // The results of the tensor.slice and tensor.reshape statements of `block` (a block of `func`,
 // not the ops nested in its statements), and of transposes that are reshapes
-// (TransposeKeepsOrder), that may be read in place. A reshape needs an operand
-// known to be contiguous (computed by a tensor op, so held in a new buffer, or a tensor.empty,
-// or a reshape view of one), and every symbolic dim of its result among the operand's. Both
+// (TransposeKeepsOrder), that may be read in place. A reshape needs every symbolic dim of its
+// result among the operand's, and an operand known to be contiguous (computed by a tensor op,
+// so held in a new buffer, or a tensor.empty, or a reshape view of one) unless it only adds,
+// drops or moves dims of size 1 (any strides serve then). All of them
 // mean a copy at their position, and a view reads the memory when its readers run, so a view
 // is taken only where the two cannot differ and nothing can write through it:
 //  - the result is only read: an operand of tensor ops, the value of a tensor.store, or the

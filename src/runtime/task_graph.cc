@@ -83,10 +83,32 @@ struct Graph::TensorHistory {
     }
   }
 
+  // Files an access. A write first drops the earlier accesses inside its box: the new task
+  // depends on each of them (they overlap it), so a later access that conflicts with one of them
+  // conflicts with the write too and is ordered after them through it. The history then holds
+  // the last write of a region and the reads since, not every access of a graph that reuses its
+  // buffers (a model's layers), which made each access scan and each removal erase from lists
+  // growing with the graph.
   void Add(TaskId id, const Box& box, bool write) {
     if (rank < 0) {  // the first box sets the grid
       rank = box.rank;
       for (int d = 0; d < rank; ++d) cell[d] = std::max<int64_t>(1, box.hi[d] - box.lo[d]);
+    }
+    if (write) {
+      auto prune = [&](Lists& l) {
+        for (std::vector<Entry>* v : {&l.reads, &l.writes})
+          v->erase(std::remove_if(v->begin(), v->end(),
+                                  [&](const Entry& e) { return e.box.Inside(box); }),
+                   v->end());
+      };
+      prune(large);
+      if (!ForEachCell(box, [&](const CellKey& k) {
+            auto it = cells.find(k);
+            if (it == cells.end()) return;
+            prune(it->second);
+            if (it->second.Empty()) cells.erase(it);
+          }))
+        for (auto& [key, lists] : cells) prune(lists);
     }
     auto add = [&](Lists& l) { (write ? l.writes : l.reads).push_back({id, box}); };
     if (!ForEachCell(box, [&](const CellKey& k) { add(cells[k]); })) add(large);
@@ -139,6 +161,13 @@ bool Box::Overlaps(const Box& o) const {
   int r = std::min(rank, o.rank);
   for (int d = 0; d < r; ++d)
     if (hi[d] <= o.lo[d] || o.hi[d] <= lo[d]) return false;
+  return true;
+}
+
+bool Box::Inside(const Box& o) const {
+  if (rank != o.rank) return false;
+  for (int d = 0; d < rank; ++d)
+    if (lo[d] < o.lo[d] || hi[d] > o.hi[d]) return false;
   return true;
 }
 

@@ -31,6 +31,7 @@ struct Box {
   int64_t hi[kMaxRank] = {0, 0, 0, 0};
   bool Empty() const;
   bool Overlaps(const Box& other) const;
+  bool Inside(const Box& other) const;  // every point of this box is in `other` (same rank)
   int64_t Volume() const;
 };
 

@@ -182,10 +182,15 @@ void Emitter::Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
           lo = Operand(b.lo);
           hi = fmt::format("{} + {}", lo, b.extent);
           break;
-        case analysis::AccessBound::kLoopRange:
+        case analysis::AccessBound::kLoopRange: {
           lo = Operand(b.lo);
           hi = fmt::format("({1} > {0} ? {1} - 1 + {2} : {0})", lo, Operand(b.ub), b.extent);
+          if (!(b.shift.is_int() && b.shift.int_value() == 0)) {
+            lo = fmt::format("{} + {}", lo, Operand(b.shift));
+            hi = fmt::format("{} + {}", hi, Operand(b.shift));
+          }
           break;
+        }
         case analysis::AccessBound::kWholeDim:
           lo = "0";
           hi = fmt::format("{}.shape[{}]", Operand(tensor), d);

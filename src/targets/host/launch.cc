@@ -172,6 +172,30 @@ bool Contiguous(const abi::TensorArg& t) {
   return true;
 }
 
+// The strides of `to` (its shape set, the same element count as `from`) reading `from`'s
+// elements in row-major order without a copy: row-major ones when `from` is contiguous, else
+// `from`'s own when the two shapes differ only in dims of size 1; false otherwise.
+bool ReshapeStrides(const abi::TensorArg& from, abi::TensorArg& to) {
+  if (Contiguous(from)) {
+    int64_t stride = 1;
+    for (int64_t d = to.rank - 1; d >= 0; --d) to.strides[d] = stride, stride *= to.shape[d];
+    return true;
+  }
+  int64_t f = 0;
+  for (int64_t d = 0; d < to.rank; ++d) {
+    if (to.shape[d] == 1) continue;
+    while (f < from.rank && from.shape[f] == 1) ++f;
+    if (f == from.rank || from.shape[f] != to.shape[d]) return false;
+    to.strides[d] = from.strides[f++];
+  }
+  while (f < from.rank && from.shape[f] == 1) ++f;
+  if (f != from.rank) return false;
+  // A dim of size 1 is never stepped along: the stride a contiguous layout would give it.
+  for (int64_t d = to.rank - 1; d >= 0; --d)
+    if (to.shape[d] == 1) to.strides[d] = d + 1 < to.rank ? to.strides[d + 1] * to.shape[d + 1] : 1;
+  return true;
+}
+
 // Runtime::view: a descriptor of a box of a tensor (same memory, same strides) or of a
 // contiguous tensor in another shape, with an id of its own. What it touches is recorded against
 // the tensor that owns the memory, so accesses map onto it (Submit).
@@ -204,13 +228,9 @@ int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
     for (int64_t d = 0; d < desc->rank; ++d) {
       if (desc->shape[d] < 0 || __builtin_mul_overflow(m, desc->shape[d], &m)) return -1;
     }
-    if (!Contiguous(src) || n != m) return -1;
-    int64_t stride = 1;
-    for (int64_t d = desc->rank - 1; d >= 0; --d) {
-      v.t.shape[d] = desc->shape[d];
-      v.t.strides[d] = stride;
-      stride *= desc->shape[d];
-    }
+    if (n != m) return -1;
+    for (int64_t d = 0; d < desc->rank; ++d) v.t.shape[d] = desc->shape[d];
+    if (!ReshapeStrides(src, v.t)) return -1;
     v.covers = true;
     v.cover = whole;
     v.label = "a reshape of " + v.label;
