@@ -19,8 +19,16 @@ def _bfloat16():
     return ml_dtypes.bfloat16
 
 
+# numpy dtype -> ptox dtype name (a dict lookup per argument: a decode step binds 20 of them).
+_PTOX_OF_NUMPY = {np.dtype(v): k for k, v in _NUMPY.items() if k != "index"}
+
+
 def _dtype_of(array):
     """The ptox dtype name of an array's elements."""
+    if isinstance(array, np.ndarray):
+        name = _PTOX_OF_NUMPY.get(array.dtype)
+        if name is not None:
+            return name
     module = type(array).__module__
     if module.startswith("torch"):
         name = str(array.dtype).replace("torch.", "")
@@ -38,10 +46,11 @@ def _dtype_of(array):
     raise errors.ShapeError(f"numpy dtype {dt} has no ptox dtype")
 
 
-def _as_core_array(array):
-    """What the C++ side reads: the array itself, or a uint16 view of a bfloat16 numpy array
-    (numpy cannot export that dtype through DLPack). Never a copy."""
-    if isinstance(array, np.ndarray) and array.dtype.name == "bfloat16":
+def _as_core_array(array, dtype):
+    """What the C++ side reads of an array of ptox dtype `dtype`: the array itself, or a uint16
+    view of a bfloat16 numpy array (numpy cannot export that dtype through DLPack). Never a
+    copy."""
+    if dtype == "bf16" and isinstance(array, np.ndarray):
         return array.view(np.uint16)
     return array
 
@@ -160,7 +169,8 @@ class Kernel:
         core = []
         for p, v in zip(params, values):
             if p["is_tensor"]:
-                core.append((_as_core_array(v), _dtype_of(v)))
+                dtype = _dtype_of(v)
+                core.append((_as_core_array(v, dtype), dtype))
             elif isinstance(v, (bool, int, np.integer)):
                 core.append(int(v))
             elif isinstance(v, (float, np.floating)):

@@ -110,14 +110,13 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
   std::unordered_map<const ir::ValueNode*, ir::Direction> params;
   for (const ir::Param& p : func.params) params[p.value.get()] = p.dir;
   std::unordered_set<const ir::ValueNode*> empties;  // made by tensor.empty, anywhere
-  // Held in a new contiguous buffer: tensor.empty and tensor compute ops (not the views, which
-  // are decided below).
+  // Held in a new contiguous buffer: tensor.empty and tensor compute ops, and the view
+  // candidates below that stay copies (the views among them are decided below).
   std::unordered_set<const ir::ValueNode*> contiguous;
   ir::ForEachOp(func.body, [&](const ir::OpStmt& op) {
     if (op.op() == ir::OpCode::kTensorEmpty) empties.insert(op.result().get());
-    const ir::OpFamily f = ir::FamilyOf(op.op());
-    if (ir::IsTensorLevel(f) && !op.results().empty() && op.result()->type.is_tensor() &&
-        f != ir::OpFamily::kTensorSlice && f != ir::OpFamily::kTensorReshape)
+    if (ir::IsTensorLevel(ir::FamilyOf(op.op())) && !op.results().empty() &&
+        op.result()->type.is_tensor() && AsView(op) == nullptr)
       contiguous.insert(op.result().get());
   });
   // A parameter or a tensor.empty is its own memory; other tensor values (loop-carried, if
@@ -135,9 +134,11 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     const std::vector<ir::Dim>& from = view->args()[0].type().shape();
     const std::vector<ir::Dim>& to = view->result()->type.shape();
     if (reshape && ((!contiguous.count(src) && !SameButUnitDims(from, to)) ||
-                    !SymbolsAmong(to, from)))
+                    !SymbolsAmong(to, from))) {
+      contiguous.insert(v);  // a copy
       continue;
-    // Readers: statements of this block after the slice (a value is used only where it is
+    }
+    // Readers: statements of this block after the view (a value is used only where it is
     // visible: here, or nested here).
     size_t last = i;
     bool ok = true;
@@ -148,7 +149,7 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     }
     auto dir = params.find(root);
     const bool read_only = dir != params.end() && dir->second == ir::Direction::kIn;
-    // Tensors made after the slice cannot be its memory.
+    // Tensors made after the view cannot be its memory.
     std::unordered_set<const ir::ValueNode*> fresh;
     for (size_t j = i + 1; j <= last; ++j)
       ir::ForEachOp(ir::Block{block[j]}, [&](const ir::OpStmt& op) {
@@ -158,7 +159,10 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
       for (const ir::ValueNode* w : Writes(*block[j]))
         ok = ok && w != root &&
              (fresh.count(w) || (own_memory(root) && own_memory(w)));
-    if (!ok) continue;
+    if (!ok) {
+      contiguous.insert(v);  // a copy
+      continue;
+    }
     views.insert(v);
     root_of[v] = root;
     if (reshape && contiguous.count(src)) contiguous.insert(v);

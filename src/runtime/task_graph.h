@@ -89,7 +89,7 @@ class Graph {
   Executor& executor_;
   const bool record_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  std::deque<Node> nodes_;  // by id; a deque: nodes never move, and come in chunks
   std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<TaskTrace> records_;

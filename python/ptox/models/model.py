@@ -66,8 +66,10 @@ class Model:
                              f"{end}")
         step = self._step(decode, all_logits)
         past = self.position
-        logits = step(ids, self._cos[past:end], self._sin[past:end], *self._weights,
-                      self.kcache[:, :end], self.vcache[:, :end], threads=self.threads)
+        # Every argument given: the call binds them in C++ (no Python per argument).
+        logits = np.empty((ids.size if all_logits else 1, self.cfg.vocab), np.float32)
+        step(ids, self._cos[past:end], self._sin[past:end], *self._weights,
+             self.kcache[:, :end], self.vcache[:, :end], out=logits, threads=self.threads)
         self.position = end
         return logits
 
