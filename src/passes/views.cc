@@ -109,19 +109,18 @@ std::vector<const ir::ValueNode*> Writes(const ir::Stmt& s) {
 std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::Block& block) {
   std::unordered_map<const ir::ValueNode*, ir::Direction> params;
   for (const ir::Param& p : func.params) params[p.value.get()] = p.dir;
-  std::unordered_set<const ir::ValueNode*> empties;  // made by tensor.empty, anywhere
-  // Held in a new contiguous buffer: tensor.empty and tensor compute ops, and the view
-  // candidates below that stay copies (the views among them are decided below).
-  std::unordered_set<const ir::ValueNode*> contiguous;
+  // Memory of its own: tensor.empty and tensor compute ops (a new buffer each), and the view
+  // candidates below that stay copies. Contiguous: those, and reshape views of them.
+  std::unordered_set<const ir::ValueNode*> buffers;
   ir::ForEachOp(func.body, [&](const ir::OpStmt& op) {
-    if (op.op() == ir::OpCode::kTensorEmpty) empties.insert(op.result().get());
     if (ir::IsTensorLevel(ir::FamilyOf(op.op())) && !op.results().empty() &&
         op.result()->type.is_tensor() && AsView(op) == nullptr)
-      contiguous.insert(op.result().get());
+      buffers.insert(op.result().get());
   });
-  // A parameter or a tensor.empty is its own memory; other tensor values (loop-carried, if
-  // results) refer to one of them, unknown until run time.
-  auto own_memory = [&](const ir::ValueNode* t) { return params.count(t) || empties.count(t); };
+  std::unordered_set<const ir::ValueNode*> contiguous = buffers;
+  // A parameter or a buffer is its own memory; other tensor values (loop-carried, if results)
+  // refer to one of them, unknown until run time.
+  auto own_memory = [&](const ir::ValueNode* t) { return params.count(t) || buffers.count(t); };
   std::unordered_map<const ir::ValueNode*, const ir::ValueNode*> root_of;  // view -> what it reads
   std::unordered_set<const ir::ValueNode*> views;
   for (size_t i = 0; i < block.size(); ++i) {
@@ -135,7 +134,7 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     const std::vector<ir::Dim>& to = view->result()->type.shape();
     if (reshape && ((!contiguous.count(src) && !SameButUnitDims(from, to)) ||
                     !SymbolsAmong(to, from))) {
-      contiguous.insert(v);  // a copy
+      buffers.insert(v), contiguous.insert(v);  // a copy
       continue;
     }
     // Readers: statements of this block after the view (a value is used only where it is
@@ -160,7 +159,7 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
         ok = ok && w != root &&
              (fresh.count(w) || (own_memory(root) && own_memory(w)));
     if (!ok) {
-      contiguous.insert(v);  // a copy
+      buffers.insert(v), contiguous.insert(v);  // a copy
       continue;
     }
     views.insert(v);

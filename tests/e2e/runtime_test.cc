@@ -178,18 +178,19 @@ TEST(RuntimeDeterminism, EveryExampleIsBitIdenticalForOneTwoAndFourThreads) {
 
 // (a) x updated in place by two scopes per row tile (WAW / RAW), then neighbour rows read across
 // tiles (RAW on two producers) into y, then a sequential in-place shift x[i] = x[i]/2 + x[i+1]
-// whose tile i+8 must wait for tile i's read (WAR).
+// whose tile i+8 must wait for tile i's read (WAR). Tiles of 8 x 1024: each iteration's work is
+// above the size coarsen-tasks merges, so every tile is a task.
 const char* kInPlace = R"(
-func @inplace(%x: inout tensor<{N}x32xf32>, %y: out tensor<{N}x32xf32>) {
+func @inplace(%x: inout tensor<{N}x1024xf32>, %y: out tensor<{N}x1024xf32>) {
   %n = tensor.dim %x, 0
   for %i = 0 to %n step 8 parallel {
     incore {
-      %t0 = tile.load %x[%i, 0] : tile<8x32xf32>
+      %t0 = tile.load %x[%i, 0] : tile<8x1024xf32>
       %u0 = tile.mul %t0, 2.0
       tile.store %u0, %x[%i, 0]
     }
     incore {
-      %t1 = tile.load %x[%i, 0] : tile<8x32xf32>
+      %t1 = tile.load %x[%i, 0] : tile<8x1024xf32>
       %u1 = tile.add %t1, 1.0
       tile.store %u1, %x[%i, 0]
     }
@@ -197,8 +198,8 @@ func @inplace(%x: inout tensor<{N}x32xf32>, %y: out tensor<{N}x32xf32>) {
   for %i2 = 0 to %n step 8 parallel {
     %i2n = arith.add %i2, 1
     incore {
-      %t2 = tile.load %x[%i2, 0] : tile<8x32xf32>
-      %u2 = tile.load %x[%i2n, 0] : tile<8x32xf32>
+      %t2 = tile.load %x[%i2, 0] : tile<8x1024xf32>
+      %u2 = tile.load %x[%i2n, 0] : tile<8x1024xf32>
       %s2 = tile.add %t2, %u2
       tile.store %s2, %y[%i2, 0]
     }
@@ -206,8 +207,8 @@ func @inplace(%x: inout tensor<{N}x32xf32>, %y: out tensor<{N}x32xf32>) {
   for %i3 = 0 to %n step 8 {
     %i3n = arith.add %i3, 1
     incore {
-      %t3 = tile.load %x[%i3, 0] : tile<8x32xf32>
-      %u3 = tile.load %x[%i3n, 0] : tile<8x32xf32>
+      %t3 = tile.load %x[%i3, 0] : tile<8x1024xf32>
+      %u3 = tile.load %x[%i3n, 0] : tile<8x1024xf32>
       %h3 = tile.mul %t3, 0.5
       %s3 = tile.add %h3, %u3
       tile.store %s3, %x[%i3, 0]

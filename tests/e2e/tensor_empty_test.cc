@@ -95,21 +95,22 @@ void ExpectInterpAgrees(const Program& prog, const Args& inputs, Args& got) {
 }
 
 // ---- One intermediate: y = exp(x) + 1 through %tmp ------------------------------------------
+// (8 x 1024 tiles: above the size coarsen-tasks merges, so each is a task)
 
 const char* kExpAdd = R"(
-func @f(%x: in tensor<{N}x64xf32>, %y: out tensor<{N}x64xf32>) {
+func @f(%x: in tensor<{N}x1024xf32>, %y: out tensor<{N}x1024xf32>) {
   %n = tensor.dim %x, 0
-  %tmp = tensor.empty %n : tensor<{N}x64xf32>
+  %tmp = tensor.empty %n : tensor<{N}x1024xf32>
   for %i = 0 to %n step 8 parallel {
     incore {
-      %t = tile.load %x[%i, 0] : tile<8x64xf32>
+      %t = tile.load %x[%i, 0] : tile<8x1024xf32>
       %e = tile.exp %t
       tile.store %e, %tmp[%i, 0]
     }
   }
   for %j = 0 to %n step 8 parallel {
     incore {
-      %u = tile.load %tmp[%j, 0] : tile<8x64xf32>
+      %u = tile.load %tmp[%j, 0] : tile<8x1024xf32>
       %v = tile.add %u, 1.0
       tile.store %v, %y[%j, 0]
     }
@@ -147,8 +148,8 @@ TEST(TensorEmpty, TaskRegionsOnAnIntermediateAreClippedToItsShape) {
   ASSERT_EQ(trace.size(), 14u);  // 7 tiles of 8 rows (the last has 2) x 2 scopes
   for (const TaskTrace& t : trace) {
     const int64_t rows = std::min<int64_t>(8, 50 - 8 * (t.id % 7));
-    EXPECT_EQ(t.bytes_read, rows * 64 * 4) << t.name << " task " << t.id;
-    EXPECT_EQ(t.bytes_written, rows * 64 * 4) << t.name << " task " << t.id;
+    EXPECT_EQ(t.bytes_read, rows * 1024 * 4) << t.name << " task " << t.id;
+    EXPECT_EQ(t.bytes_written, rows * 1024 * 4) << t.name << " task " << t.id;
   }
 }
 

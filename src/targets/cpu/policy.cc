@@ -10,11 +10,13 @@ namespace ptox::targets::cpu {
 // itself, so tiles only set the task grain and how often each operand block is packed (B once
 // per row tile, A once per column tile: 2048^3 ran 5-10 % faster in 512 x 1024 x 2048 tiles than
 // in 256 x 512 x 1024): 512 x 1024 outputs over 2048-deep K slices; rows that fit one tile take
-// equal column stripes, skinny M (<= 16) whole-K stripes (below); then the longer side halves
-// while a static problem has too few tiles (work for every core).
+// equal column stripes, skinny M (<= 16) whole-K stripes (Skinny, or below when N or K is only
+// known at run time); then the longer side halves while a static problem has too few tiles (work
+// for every core).
 passes::MatmulTiles CpuPolicy::Matmul(const passes::Capabilities&, int64_t m, int64_t n,
                                       int64_t k) const {
   passes::MatmulTiles t{512, 1024, 2048};
+  if (m > 0 && m <= 16 && n > 0 && k > 0) return Skinny(m, n, k);
   if (m > 0 && m <= 16)
     t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512, k > 0 ? k : 4096};
   // Halve the longer side (columns down to 128, rows to 64) while there are too few tiles:
@@ -33,8 +35,7 @@ passes::MatmulTiles CpuPolicy::Matmul(const passes::Capabilities&, int64_t m, in
     t.cols = ((n + n_stripes - 1) / n_stripes + 15) / 16 * 16;
   }
   // Skinny products and stripes stop at 4 tiles: shorter runs of each weight row stream
-  // worse (1 x 4096 x 2048 on 2 threads: 8 stripes of 256 in 0.51 ms, 4 of 512 in 0.39; 16 x
-  // 5632 x 2048 bf16, weights kept packed: 0.53 vs 0.45).
+  // worse (16 x 5632 x 2048 bf16, weights kept packed: 8 stripes in 0.53 ms, 4 in 0.45).
   const int64_t want = (m > 0 && m <= 16) || stripes ? 4 : 8;
   while (m > 0 && n > 0 && tiles() < want) {
     const bool cols = t.cols > 128 && (t.cols >= t.rows || m <= 16 || t.rows <= 64);
@@ -43,6 +44,20 @@ passes::MatmulTiles CpuPolicy::Matmul(const passes::Capabilities&, int64_t m, in
     else break;
   }
   return t;
+}
+
+// A product of few rows (a decode step's GEMVs) streams B once: its time is B's bytes over the
+// memory bandwidth, so the tasks split B in stripes of equal columns, one per MiB of f32 B
+// (an even count, for 2 or 4 workers), at most 4 (1 x 4096 x 2048 on 2 threads: 8 stripes in
+// 0.51 ms, 4 in 0.39). Finer stripes only add tasks: a SmolLM2 decode step ran 31 matmul
+// tasks per layer of 0.4-3.4 MiB matrices, each costing about a microsecond of runtime besides
+// its 10-40 us of streaming.
+passes::MatmulTiles CpuPolicy::Skinny(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kStripeBytes = 1 << 20;
+  int64_t stripes = std::clamp<int64_t>((n * k * 4 + kStripeBytes - 1) / kStripeBytes, 1, 4);
+  if (stripes > 1) stripes += stripes % 2;
+  const int64_t cols = ((n + stripes - 1) / stripes + 15) / 16 * 16;
+  return {m, std::min(cols, n), k};
 }
 
 // Elements in their compute type (f32 for the 16-bit floats) plus the valid rows / cols, 64-byte

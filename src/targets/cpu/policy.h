@@ -13,6 +13,9 @@ class CpuPolicy final : public passes::TargetPolicy {
   int64_t TileBytes(const ir::Type& tile) const override;
   bool MatmulOperandsInPlace() const override { return true; }
   static const CpuPolicy& Get();
+
+ private:
+  static passes::MatmulTiles Skinny(int64_t m, int64_t n, int64_t k);
 };
 
 }  // namespace ptox::targets::cpu

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "ir/parser.h"
 #include "passes/convert_tensor_to_tile.h"
 #include "passes/pass.h"
@@ -54,6 +56,15 @@ TEST(Policy, MatmulTilesComeFromThePolicyAndAreClampedToTheProblem) {
   EXPECT_EQ(t.rows, 4);
   EXPECT_EQ(t.cols, 100);
   EXPECT_EQ(tk, 30);
+  // Skinny products take whole-K stripes, one per MiB of f32 B, an even count, at most 4.
+  for (auto [n, k, stripes] : {std::tuple<int64_t, int64_t, int64_t>{192, 576, 1}, {576, 576, 2},
+                               {1536, 576, 4}, {576, 1536, 4}, {49152, 576, 4}}) {
+    t = passes::convert::MatmulTiling(cpu, 1, n, k, &tk);
+    EXPECT_EQ(t.rows, 1);
+    EXPECT_EQ(tk, k);
+    EXPECT_EQ((n + t.cols - 1) / t.cols, stripes) << n << " x " << k;
+    EXPECT_EQ(t.cols % 16 == 0 || t.cols == n, true) << n << " x " << k;
+  }
 }
 
 // plan-memory counts a matmul's loaded operands only where the policy does not read them in
