@@ -9,7 +9,9 @@ the EOS token, id 2, is suppressed for all 32), and the top-8
 logits (ids and values) of every prefill position, all from transformers' f32 eager model. And
 for the tiny random-weight Qwen3 of tiny_hf.py: the logits of every position of its test token
 ids, from f32 weights computed in f32 and from bf16 weights computed in f32 and in bf16 (the
-band transformers' own bf16 run shows), and 16 greedy tokens."""
+band transformers' own bf16 run shows), and 16 greedy tokens. And for the Qwen3-0.6B-shaped
+random-weight model (2.4 GB of f32 weights, written to a temporary folder): the top-8 logits
+of every position of its test ids and 8 greedy tokens."""
 import json
 import os
 import pathlib
@@ -42,11 +44,38 @@ def qwen3_cases(tmp):
     return out
 
 
+def qwen3_06b_case(tmp):
+    import tiny_hf
+    folder = tiny_hf.write(os.path.join(tmp, "0.6b"), config=tiny_hf.QWEN3_06B)
+    m = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                             attn_implementation="eager").eval()
+    rows = []
+    for ids in tiny_hf.IDS_06B:
+        with torch.no_grad():
+            logits = m(torch.tensor([ids])).logits[0].float()
+            greedy = m.generate(torch.tensor([ids]), max_new_tokens=8, min_new_tokens=8,
+                                do_sample=False)[0, len(ids):].tolist()
+        top = torch.topk(logits, 8, dim=-1)
+        rows.append({"ids": ids, "greedy": greedy, "top_ids": top.indices.tolist(),
+                     "top_logits": [[round(float(v), 5) for v in r] for r in top.values]})
+    return rows
+
+
+def write_qwen3_06b(here):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = qwen3_06b_case(tmp)
+    (here / "fixtures" / "qwen3_06b_transformers.json").write_text(json.dumps(
+        {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
+         "cases": rows}))
+
+
 def main():
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         qwen3 = qwen3_cases(tmp)
     here = pathlib.Path(__file__).parent
+    write_qwen3_06b(here)
     (here / "fixtures" / "tiny_qwen3_transformers.json").write_text(json.dumps(
         {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
          "cases": qwen3}))

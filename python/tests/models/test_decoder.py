@@ -132,3 +132,31 @@ def test_a_qwen3_folder_matches_transformers(tiny_qwen3, target):
         while len(out) < len(ref["greedy"]):
             out.append(int(m.decode(out[-1])[0].argmax()))
         assert out == ref["greedy"]
+
+
+QWEN3_06B = json.loads((pathlib.Path(__file__).parent / "fixtures" /
+                        "qwen3_06b_transformers.json").read_text())["cases"]
+
+
+@pytest.mark.slow
+def test_a_qwen3_06b_shaped_model_matches_transformers(tmp_path):
+    """Qwen3-0.6B's shape (28 blocks, width 1024, 16 / 8 heads of 128, vocab 151936, tied), 2.4 GB
+    of seeded random f32 weights: the top-8 logits of every prompt position and 8 greedy tokens
+    as transformers' f32 eager model gave them (make_fixtures.py)."""
+    import shutil
+    import tiny_hf
+    folder = tiny_hf.write(str(tmp_path / "0.6b"), config=tiny_hf.QWEN3_06B)
+    m = models.load(folder, context=64)
+    shutil.rmtree(folder)  # 2.4 GB; pytest keeps its last temporary folders
+    assert (m.cfg.n_layers, m.cfg.d_model, m.cfg.vocab, m.cfg.tied) == (28, 1024, 151936, True)
+    for ref in QWEN3_06B:
+        m.reset()
+        got = m.prefill(ref["ids"], all_logits=True)
+        top_ids, want = np.array(ref["top_ids"]), np.array(ref["top_logits"])
+        assert (got.argmax(-1) == top_ids[:, 0]).all()
+        # The same f32 computation up to rounding order (logits of magnitude ~10).
+        assert np.abs(np.take_along_axis(got, top_ids, -1) - want).max() < 2e-3
+        out = [int(got[-1].argmax())]
+        while len(out) < len(ref["greedy"]):
+            out.append(int(m.decode(out[-1])[0].argmax()))
+        assert out == ref["greedy"]
