@@ -154,10 +154,10 @@ class Coarsener {
     BlockWriter b(f.span());
     ir::Operand end = b.Op(OpCode::kArithAdd, {chunk, step}, {}, {}, "end");
     end = b.Op(OpCode::kArithMin, {end, f.ub()}, {}, {}, "end");
-    b.Append(ir::IncoreStmt::Make({ir::ForStmt::Make(f.iv(), chunk, end, f.step(),
-                                                     ir::LoopKind::kSequential, {}, {},
-                                                     Inline(f.body()), {}, f.span())},
-                                  f.span()));
+    b.Append(ir::IncoreStmt::Make(
+        {ir::ForStmt::Make(f.iv(), chunk, end, f.step(), ir::LoopKind::kSequential, {}, {},
+                           Inline(f.body()), {}, f.span())},
+        f.span()));
     w.Append(ir::ForStmt::Make(chunk, f.lb(), f.ub(), step, ir::LoopKind::kParallel, {}, {},
                                b.Take(), {}, f.span()));
     return true;

@@ -63,8 +63,8 @@ Use UseOf(const ir::Stmt& s, const ir::ValueNode* v) {
         const ir::OpFamily f = ir::FamilyOf(op.op());
         for (size_t i = 0; i < op.args().size(); ++i) {
           if (!is_v(op.args()[i])) continue;
-          const bool destination = (f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) &&
-                                   i == 1;
+          const bool destination =
+              (f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) && i == 1;
           use = destination ? Use::kEscapes : std::max(use, Use::kRead);
         }
         break;
@@ -132,8 +132,8 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
     const bool reshape = view->op() != ir::OpCode::kTensorSlice;
     const std::vector<ir::Dim>& from = view->args()[0].type().shape();
     const std::vector<ir::Dim>& to = view->result()->type.shape();
-    if (reshape && ((!contiguous.count(src) && !SameButUnitDims(from, to)) ||
-                    !SymbolsAmong(to, from))) {
+    if (reshape &&
+        ((!contiguous.count(src) && !SameButUnitDims(from, to)) || !SymbolsAmong(to, from))) {
       buffers.insert(v), contiguous.insert(v);  // a copy
       continue;
     }
@@ -156,8 +156,7 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
       });
     for (size_t j = i + 1; j <= last && ok && !read_only; ++j)
       for (const ir::ValueNode* w : Writes(*block[j]))
-        ok = ok && w != root &&
-             (fresh.count(w) || (own_memory(root) && own_memory(w)));
+        ok = ok && w != root && (fresh.count(w) || (own_memory(root) && own_memory(w)));
     if (!ok) {
       buffers.insert(v), contiguous.insert(v);  // a copy
       continue;

@@ -113,9 +113,10 @@ TEST(Views, SlicesReshapesAndUnitTransposesReadInPlace) {
       CheckAllTargets(prog, {{"T", t}}, "layer " + std::to_string(l) + " T " + std::to_string(t),
                       {{"l", l}});
   const std::string ir = Lowered(prog);
-  for (const char* view : {"%wl = tensor.slice", "%h = tensor.reshape", "%f = tensor.slice",
-                           "%c = tensor.slice", "%c3 = tensor.reshape", "%c2 = tensor.reshape",
-                           "%one = tensor.slice", "%tr = tensor.transpose", "%u = tensor.transpose"})
+  for (const char* view :
+       {"%wl = tensor.slice", "%h = tensor.reshape", "%f = tensor.slice", "%c = tensor.slice",
+        "%c3 = tensor.reshape", "%c2 = tensor.reshape", "%one = tensor.slice",
+        "%tr = tensor.transpose", "%u = tensor.transpose"})
     EXPECT_NE(ir.find(view), std::string::npos) << view << " is not a view:\n" << ir;
   EXPECT_EQ(ir.find("%u2 = tensor.reshape"), std::string::npos) << "a strided regroup is a view";
 }

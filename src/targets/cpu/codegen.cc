@@ -338,14 +338,16 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
 }
 
 // tensor.slice / tensor.reshape / tensor.transpose in the orchestration (views that
-// fuse-elementwise left outside its groups): `v<N>` describes the memory it views, with its own runtime id `v<N>_id`, whose
-// accesses the host maps onto the viewed tensor. The lowering checked a slice's box.
+// fuse-elementwise left outside its groups): `v<N>` describes the memory it views, with its own
+// runtime id `v<N>_id`, whose accesses the host maps onto the viewed tensor. The lowering checked
+// a slice's box.
 void Emitter::View(const ir::OpStmt& op, int depth) {
   const ir::Value& res = op.result();
   const ir::Type& from = op.args()[0].type();
   // A transpose here keeps memory order (passes/views.h): a reshape.
   const bool reshape = op.op() != ir::OpCode::kTensorSlice;
-  const std::string where = Where(op, ir::OpName(op.op())), r = Name(res), src = Operand(op.args()[0]);
+  const std::string where = Where(op, ir::OpName(op.op())), r = Name(res);
+  const std::string src = Operand(op.args()[0]);
   if (cur_ != &out_)
     PTOX_UNSUPPORTED() << "the CPU target makes views only outside incore scopes ("
                        << where.substr(1, where.size() - 2) << ")";
@@ -362,13 +364,14 @@ void Emitter::View(const ir::OpStmt& op, int depth) {
     int at = reshape ? -1 : d;
     for (int e = 0; at < 0 && e < from.rank(); ++e)
       if (from.shape()[e] == dim) at = e;
-    PTOX_ICHECK(at >= 0 && from.shape()[at] == dim) << "view dim " << dim.sym << " not in its operand";
+    PTOX_ICHECK(at >= 0 && from.shape()[at] == dim)
+        << "view dim " << dim.sym << " not in its operand";
     sizes += fmt::format("{}.shape[{}]", src, at);
   }
   Line(depth, fmt::format("int64_t {}_id = -1;", r));
   tensor_ids_.insert(res.get());
-  Line(depth, fmt::format("const pc::TensorArg& {0} = pc::TensorView(ctx, rt, {1}, {2}, {3}, {{{4}}}, "
-                          "{{{5}}}, {6}, &{0}_id);",
+  Line(depth, fmt::format("const pc::TensorArg& {0} = pc::TensorView(ctx, rt, {1}, {2}, {3}, "
+                          "{{{4}}}, {{{5}}}, {6}, &{0}_id);",
                           r, src, TensorIdOf(op.args()[0].value()), reshape,
                           reshape ? "" : Operands(op.args(), 1, op.args().size()), sizes, where));
   Check(depth);

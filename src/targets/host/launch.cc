@@ -1,6 +1,7 @@
 // Launch: packs arguments into the ABI, runs the orchestration with a submit() that turns each
-// TaskDesc into a runtime task (copying its packed arguments) and an alloc() that makes the
-// tensors of tensor.empty (owned here until the graph is done), then waits for the graph.
+// TaskDesc into a runtime task (copying its packed arguments), an alloc() that makes the tensors
+// of tensor.empty and a view() that describes the views of them and of the arguments (owned here
+// until the graph is done), then waits for the graph.
 #include "targets/host/launch.h"
 
 #include <cmath>
@@ -58,8 +59,9 @@ std::string FindNaN(const abi::TensorArg& t, DType dtype, const runtime::Box& bo
   }
 }
 
-// A tensor the orchestration made: a tensor.empty (host-owned, zero-filled) or a view of a box of
-// another tensor (tensor.slice read in place), alive until the graph is waited for.
+// A tensor the orchestration made: a tensor.empty (host-owned, zero-filled) or a view of another
+// tensor's memory (a tensor.slice, reshape or size-1 transpose read in place), alive until the
+// graph is waited for.
 struct MadeTensor {
   std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};  // null for a view
   abi::TensorArg t{};
