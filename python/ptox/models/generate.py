@@ -44,6 +44,7 @@ def main(argv=None):
         model = load(args.model, context=args.context, target=args.target,
                      threads=args.threads,
                      progress=lambda name: print(".", end="", file=sys.stderr, flush=True))
+        model.warm()  # compiles here, so the summary's tokens/s are the model's
         load_s = time.perf_counter() - t0
         print(f" {load_s:.1f} s", file=sys.stderr, flush=True)
         stats = {}

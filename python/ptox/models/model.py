@@ -50,6 +50,14 @@ class Model:
             self._steps[key] = step
         return self._steps[key]
 
+    def warm(self):
+        """Compiles the prefill and decode programs (or loads them from the compile cache) by
+        running each once on token 0; the context is empty afterwards."""
+        self.reset()
+        self.prefill([0])
+        self.decode(0)
+        self.reset()
+
     def reset(self):
         """Forget the context (the cache rows past the position are never read)."""
         self.position = 0
