@@ -32,6 +32,12 @@ Buffers MakeArgs(const Program& prog, const Dims& dims, uint32_t seed, const Sca
   return b;
 }
 
+Program Parse(const std::string& text) {
+  auto prog = Program::Parse(text, "case.pto");
+  EXPECT_TRUE(prog.ok()) << prog.status().message();
+  return *prog;
+}
+
 Buffers RunOn(const Program& prog, const Dims& dims, const RunOptions& opts,
               const Scalars& scalars) {
   Buffers b = MakeArgs(prog, dims, 42, scalars);

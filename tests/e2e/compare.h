@@ -23,6 +23,9 @@ struct Buffers {
   std::vector<bool> is_out;
 };
 
+// A program from text (named case.pto in messages); a parse error fails the test.
+Program Parse(const std::string& text);
+
 // Arguments for every parameter: tensors of the bound shapes (float inputs uniform in [-2, 2)
 // from `seed`, integer ones in [0, 8), outputs NaN-filled), scalars from `scalars`.
 Buffers MakeArgs(const Program& prog, const Dims& dims, uint32_t seed, const Scalars& scalars = {});

@@ -13,12 +13,6 @@
 namespace ptox::testing {
 namespace {
 
-Program Parse(const std::string& text) {
-  auto prog = Program::Parse(text, "case.pto");
-  EXPECT_TRUE(prog.ok()) << prog.status().message();
-  return *prog;
-}
-
 TEST(CompareSelect, MatchTheInterpreter) {
   Program prog = Parse(R"(
 func @f(%x: in tensor<{N}x{M}xbf16>, %b: in tensor<{N}x1xbf16>, %s: in f32,

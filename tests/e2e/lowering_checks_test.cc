@@ -8,12 +8,6 @@
 namespace ptox::testing {
 namespace {
 
-Program Parse(const std::string& text) {
-  auto prog = Program::Parse(text, "case.pto");
-  EXPECT_TRUE(prog.ok()) << prog.status().message();
-  return *prog;
-}
-
 std::string Typed(std::string text, const std::string& dtype) {
   for (size_t at = text.find("f32"); at != std::string::npos; at = text.find("f32", at + 1))
     text.replace(at, 3, dtype);

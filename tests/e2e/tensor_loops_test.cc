@@ -15,12 +15,6 @@
 namespace ptox::testing {
 namespace {
 
-Program Parse(const std::string& text) {
-  auto prog = Program::Parse(text, "case.pto");
-  EXPECT_TRUE(prog.ok()) << prog.status().message();
-  return *prog;
-}
-
 std::string Trips(int64_t n) { return std::to_string(n) + " trips"; }
 
 // h <- h * 0.5 + z, n times, over symbolic N x M: exact IEEE ops, so every target must give the

@@ -13,12 +13,6 @@
 namespace ptox::testing {
 namespace {
 
-Program Parse(const std::string& text) {
-  auto prog = Program::Parse(text, "case.pto");
-  EXPECT_TRUE(prog.ok()) << prog.status().message();
-  return *prog;
-}
-
 // The program after the default pipeline up to convert-tensor-to-tile, as text.
 std::string Lowered(const Program& prog) {
   Result<Program> p = Transform(prog, {.passes = {"lower-composites", "fuse-elementwise",
