@@ -92,7 +92,9 @@ def transformers_rows(path, threads, reps):
                              tok_s=1 / med, tok_s_min=1 / hi, tok_s_max=1 / lo))
         for t in PREFILLS:
             ids = torch.randint(vocab, (1, t))
-            med, lo, hi = median_s(lambda: m(ids), max(3, reps // 4))
+            # The last position's logits only, as generate() asks for them (logits_to_keep=1)
+            # and as ptox's prefill computes them.
+            med, lo, hi = median_s(lambda: m(ids, logits_to_keep=1), max(3, reps // 4))
             rows.append(dict(impl="transformers", kind="prefill", size=t, threads=threads,
                              tok_s=t / med, tok_s_min=t / hi, tok_s_max=t / lo))
     return rows
@@ -106,6 +108,18 @@ def decode_bytes(cfg, ctx):
     n += cfg.vocab * cfg.d_model if cfg.tied else cfg.d_model
     n += 2 * cfg.n_layers * cfg.n_kv_heads * ctx * cfg.head_dim
     return 4 * n
+
+
+def prefill_flops(cfg, t):
+    """Floating-point operations per token of a prefill of t tokens into an empty cache, at the
+    least: the projections (2 per weight), causal attention (each token's query against the
+    positions up to it: 2 products of head_dim per position and head) and the LM head of the last
+    token."""
+    shapes = cfg.weight_shapes()
+    proj = sum(int(np.prod(s)) for k, s in shapes.items()
+               if k not in ("embed", "lm_head") and len(s) == 3)
+    attn = 2 * 2 * cfg.n_layers * cfg.n_heads * cfg.head_dim * (t + 1) / 2
+    return 2 * proj + attn + 2 * cfg.vocab * cfg.d_model / t
 
 
 def overhead_row(model, threads, reps, real_decode_s):
@@ -136,6 +150,12 @@ def main():
         read = ptox._core.bandwidth("read", threads, 768 << 20, 5)
         rows.append(dict(impl="ceiling", kind="read GB/s", size=0, threads=threads,
                          gbs=read[0]))
+        peak = ptox._core.fma_peak(threads)
+        rows.append(dict(impl="ceiling", kind="FMA GFLOP/s", size=0, threads=threads,
+                         gflops=peak))
+        for t in PREFILLS:  # the compute bound: every FMA pipe busy on the least work
+            rows.append(dict(impl="bound", kind="prefill", size=t, threads=threads,
+                             tok_s=peak * 1e9 / prefill_flops(model.cfg, t)))
         for ctx in CONTEXTS:
             rows.append(dict(impl="bound", kind="decode", size=ctx, threads=threads,
                              tok_s=read[0] * 1e9 / decode_bytes(model.cfg, ctx)))
@@ -166,8 +186,10 @@ def report(rows, json_path):
         if r["kind"] == "overhead":
             print(f"\nruntime overhead of a decode step, {r['threads']} thread(s): "
                   f"{r['step_us']:.0f} us = {100 * r['share']:.1f} % of the step")
-        if r["impl"] == "ceiling":
+        if r["kind"] == "read GB/s":
             print(f"read bandwidth, {r['threads']} thread(s): {r['gbs']:.1f} GB/s")
+        if r["kind"] == "FMA GFLOP/s":
+            print(f"f32 FMA peak, {r['threads']} thread(s): {r['gflops']:.1f} GFLOP/s")
     try:
         import matplotlib
         matplotlib.use("Agg")

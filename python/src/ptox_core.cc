@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ptox/bandwidth.h"
+#include "ptox/fma_peak.h"
 #include "ptox/ptox.h"
 
 namespace nb = nanobind;
@@ -263,4 +264,10 @@ NB_MODULE(_core, m) {
                                               : ptox::ReadGBs(threads, bytes, reps);
     return std::make_tuple(b.median, b.min, b.max);
   }, nb::arg("kind"), nb::arg("threads"), nb::arg("bytes"), nb::arg("reps") = 5);
+  // The f32 FMA peak (GFLOP/s, best of 3) of the widest loop this host runs on `threads` threads
+  // at once: the compute ceiling for benchmarks; the GIL is released.
+  m.def("fma_peak", [](int threads) {
+    nb::gil_scoped_release release;
+    return ptox::MeasurePeakGflops(ptox::BestFmaKernel(), threads);
+  }, nb::arg("threads"));
 }

@@ -194,7 +194,7 @@ double Graph::NowUs() const {
 }
 
 TaskId Graph::Submit(Task task) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinLock> lock(mu_);
   if (in_flight_ >= kMaxInFlight) {
     lock.unlock();
     executor_.RunUntil(this, kLowWater);
@@ -252,7 +252,7 @@ void Graph::Forget(const Node& node) {
 void Graph::Finish(Node* node, const std::string& error, int worker, double start_us,
                    double end_us) {
   std::vector<Node*> ready;
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<SpinLock> lock(mu_);
   node->done = true;
   --in_flight_;
   ++finished_;
@@ -289,7 +289,7 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
 
 Status Graph::Wait() {
   executor_.RunUntil(this, 0);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (failure_.empty()) return Status::Ok();
   const std::string cancelled =
       cancelled_ == 1 ? "1 task cancelled" : std::to_string(cancelled_) + " tasks cancelled";
@@ -297,7 +297,7 @@ Status Graph::Wait() {
 }
 
 std::vector<std::pair<TaskId, TaskId>> Graph::Edges() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return edges_;
 }
 
@@ -322,7 +322,7 @@ Executor::Executor(int threads) {
 
 Executor::~Executor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     stop_ = true;
   }
   stopping_.store(true, std::memory_order_release);
@@ -354,7 +354,7 @@ Executor& Executor::Default() {
 
 void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     for (size_t i = 0; i < count; ++i) ready_.emplace_back(graph, nodes[i]);
     ready_count_.store(ready_.size(), std::memory_order_release);
   }
@@ -390,7 +390,7 @@ void Executor::WorkerLoop(int worker) {
       std::this_thread::yield();
     std::pair<Graph*, Graph::Node*> item;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      std::unique_lock<SpinLock> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
       if (stop_ && ready_.empty()) return;
       item = ready_.front();
@@ -407,7 +407,7 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
   for (;;) {
     std::pair<Graph*, Graph::Node*> item;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      std::unique_lock<SpinLock> lock(mu_);
       cv_.wait(lock, [&] { return done() || !ready_.empty(); });
       if (done()) return;
       item = ready_.front();
@@ -419,7 +419,7 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
 }
 
 void Executor::Wake() {
-  { std::lock_guard<std::mutex> lock(mu_); }  // a sleeper has either checked or will see it
+  { std::lock_guard<SpinLock> lock(mu_); }  // a sleeper has either checked or will see it
   cv_.notify_all();
 }
 

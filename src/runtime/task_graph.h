@@ -19,6 +19,7 @@
 
 #include "ptox/status.h"
 #include "ptox/trace.h"
+#include "runtime/spin_lock.h"
 
 namespace ptox::runtime {
 
@@ -88,7 +89,7 @@ class Graph {
 
   Executor& executor_;
   const bool record_;
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;
   std::deque<Node> nodes_;  // by id; a deque: nodes never move, and come in chunks
   std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
   std::vector<std::pair<TaskId, TaskId>> edges_;
@@ -143,8 +144,8 @@ class Executor {
   static void Run(std::pair<Graph*, Graph::Node*> item, int worker);
   static constexpr int kSpinUs = 300;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  SpinLock mu_;
+  std::condition_variable_any cv_;  // waits on mu_
   std::deque<std::pair<Graph*, Graph::Node*>> ready_;
   std::atomic<size_t> ready_count_{0};  // ready_.size(), readable while spinning
   std::atomic<bool> stopping_{false};   // stop_, readable while spinning
