@@ -1,5 +1,5 @@
-// Task graph and executor. One mutex per graph guards the dependency bookkeeping; workers take
-// ready tasks from the executor's queue and sleep when it is empty.
+// Task graph and executor. One lock per graph (a SpinLock) guards the dependency bookkeeping;
+// workers take ready tasks from the executor's queue and sleep when it stays empty.
 //
 // Dependency inference: for each access of a new task, the unfinished earlier accesses of the
 // same tensor that may overlap it are checked; an overlap where either side writes is an edge
@@ -238,6 +238,10 @@ TaskId Graph::Submit(Task task) {
   const bool ready = --n->pending == 0;
   lock.unlock();  // the node stays alive: only this call can queue it, nothing can finish it yet
   if (ready) executor_.Push(this, &n, 1);
+  // With no worker threads the caller runs each task as soon as it is ready, while its inputs
+  // are still in cache and before the history fills with the accesses of a whole step (which
+  // every later access scans).
+  if (executor_.workers_.empty()) executor_.RunReady();
   return id;
 }
 
@@ -410,6 +414,21 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
       std::unique_lock<SpinLock> lock(mu_);
       cv_.wait(lock, [&] { return done() || !ready_.empty(); });
       if (done()) return;
+      item = ready_.front();
+      ready_.pop_front();
+      ready_count_.store(ready_.size(), std::memory_order_release);
+    }
+    Run(item, me);
+  }
+}
+
+void Executor::RunReady() {
+  const int me = static_cast<int>(workers_.size());
+  for (;;) {
+    std::pair<Graph*, Graph::Node*> item;
+    {
+      std::lock_guard<SpinLock> lock(mu_);
+      if (ready_.empty()) return;
       item = ready_.front();
       ready_.pop_front();
       ready_count_.store(ready_.size(), std::memory_order_release);

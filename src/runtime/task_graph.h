@@ -51,7 +51,9 @@ struct Task {
   std::function<std::string()> run;
   std::vector<Access> accesses;
   std::vector<TaskId> after;  // explicit dependencies, besides the inferred ones
-  std::string name;           // kernel name (traces, profiles, error messages)
+  // Kernel name (traces, profiles, error messages): a string that outlives the graph (a literal
+  // of the kernel library); not copied per task.
+  const char* name = "";
   int64_t flops = 0;          // estimated floating-point operations (profiles)
 };
 
@@ -95,7 +97,7 @@ class Graph {
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<TaskTrace> records_;
   int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
-  // in_flight_, readable under the executor's mutex (a thread waiting for this graph sleeps on
+  // in_flight_, readable under the executor's lock (a thread waiting for this graph sleeps on
   // the executor's condition variable, so it can also run ready tasks).
   std::atomic<int64_t> in_flight_count_{0};
   std::string failure_;
@@ -133,12 +135,14 @@ class Executor {
 
  private:
   friend class Graph;
-  // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's mutex.
+  // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's lock.
   void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
   // The calling thread runs ready tasks (of any graph) until `graph` has at most `limit` tasks
   // in flight.
   void RunUntil(Graph* graph, int64_t limit);
+  // The calling thread runs ready tasks (of any graph) until there are none.
+  void RunReady();
   // Wakes threads sleeping in RunUntil (a graph drained or its window opened).
   void Wake();
   static void Run(std::pair<Graph*, Graph::Node*> item, int worker);

@@ -273,6 +273,7 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
   runtime::Task task;
   task.name = desc->name;
   task.flops = desc->flops;
+  task.accesses.reserve(static_cast<size_t>(desc->num_accesses));
   std::vector<NanWatch> watches;  // only what the NaN check scans
   std::string bad;                // an access to an unknown tensor id fails the task
   for (int64_t i = 0; i < desc->num_accesses; ++i) {

@@ -141,7 +141,7 @@ TEST(Dependencies, MixedBoxSizesRanksAndNegativeOffsetsStillConflict) {
 }
 
 TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
-  Executor ex(1);
+  Executor ex(2);  // a worker holds x at the gate (one thread would run it inside Submit)
   Graph g(ex);
   TaskId first = g.Submit(T({W(0, Rows(0, 8))}));
   ASSERT_TRUE(g.Wait().ok());  // finished: a later overlap needs no edge
@@ -228,6 +228,27 @@ TEST(Failure, StopsTheGraphCancelsTheRestAndNamesTheTask) {
   for (int i = 0; i < 10; ++i) next.Submit(T({}, [&] { ++ran; return std::string(); }));
   EXPECT_TRUE(next.Wait().ok());
   EXPECT_EQ(ran.load(), 10);
+}
+
+// With one thread the caller runs a task inside Submit as soon as it is ready (its inputs still
+// in cache), and a task waiting for others runs inside the Submit that finishes them.
+TEST(Executor, OneThreadRunsReadyTasksAsTheyAreSubmitted) {
+  Executor ex(1);
+  Graph g(ex);
+  std::vector<int> ran;
+  auto log = [&](int i) {
+    return [&ran, i] {
+      ran.push_back(i);
+      return std::string();
+    };
+  };
+  g.Submit(T({W(0, Rows(0, 8))}, log(0)));
+  EXPECT_EQ(ran, (std::vector<int>{0}));
+  g.Submit(T({R(0, Rows(0, 8)), W(1, Rows(0, 8))}, log(1)));
+  g.Submit(T({R(1, Rows(0, 4))}, log(2)));
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(g.Wait().ok());
+  EXPECT_EQ(g.Edges().size(), 0u);  // each task had finished before the next came
 }
 
 TEST(Failure, ExceptionsInTasksBecomeErrors) {
