@@ -8,7 +8,8 @@ the KV cache, median of --reps steps), prefill tokens/s at T = 16, 128 and 512, 
 count; the same for transformers (AutoModelForCausalLM with gguf_file=, f32, eager attention,
 torch.set_num_threads) when it is installed (scripts/setup.sh --bench); the read bandwidth
 measured in the same run (ptox._core.bandwidth) and the decode bound it gives (bytes read per
-token / bandwidth); and the runtime overhead of a decode step: the same program with every shape
+token / bandwidth); the f32 FMA peak (ptox._core.fma_peak) and the prefill bound it gives (the
+least floating-point work per token / peak); and the runtime overhead of a decode step: the same program with every shape
 shrunk to 1 (30 layers of width 2), as a share of the real step. Writes JSON, a markdown table
 (stdout) and a PNG plot when matplotlib is importable."""
 
@@ -33,8 +34,9 @@ CONTEXTS = (16, 512, 2048)
 PREFILLS = (16, 128, 512)
 
 
-def median_s(fn, reps):
-    fn()  # warm-up (and compile on a cold cache)
+def median_s(fn, reps, warm=1):
+    for _ in range(warm):  # warm-up (and compile on a cold cache)
+        fn()
     times = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -60,7 +62,10 @@ def ptox_rows(model, threads, reps):
         def run():
             model.reset()
             model.prefill(ids)
-        med, lo, hi = median_s(run, max(3, reps // 4))
+        # Three warm-ups: the first packs the weights (kept for later runs), and the allocator
+        # reaches its steady state (glibc raises its mmap threshold as big buffers are freed,
+        # and page faults stop) only after a few runs of the same sizes.
+        med, lo, hi = median_s(run, max(5, reps // 2), warm=3)
         rows.append(dict(impl="ptox", kind="prefill", size=t, threads=threads,
                          tok_s=t / med, tok_s_min=t / hi, tok_s_max=t / lo))
     return rows
@@ -94,7 +99,7 @@ def transformers_rows(path, threads, reps):
             ids = torch.randint(vocab, (1, t))
             # The last position's logits only, as generate() asks for them (logits_to_keep=1)
             # and as ptox's prefill computes them.
-            med, lo, hi = median_s(lambda: m(ids, logits_to_keep=1), max(3, reps // 4))
+            med, lo, hi = median_s(lambda: m(ids, logits_to_keep=1), max(5, reps // 2), warm=3)
             rows.append(dict(impl="transformers", kind="prefill", size=t, threads=threads,
                              tok_s=t / med, tok_s_min=t / hi, tok_s_max=t / lo))
     return rows

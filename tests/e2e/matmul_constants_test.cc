@@ -2,7 +2,7 @@
 // (kernels/cpu/matmul.h KeptBlock). Kept blocks must give what packing on every run gives, stay
 // within the documented bound of an independent reference, survive concurrent tasks asking for
 // the same block, keep the bf16 range check's verdict, and never be used once the constant
-// changed (a changed first row fails the run; ForgetConstants drops them).
+// changed (a changed spot-checked row or column fails the run; ForgetConstants drops them).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -181,18 +181,22 @@ TEST(MatmulConstants, KeptBf16BlockKeepsTheRangeCheck) {
 
 TEST(MatmulConstants, ChangedConstantFailsUntilForgotten) {
   const Shape s{64, 40, 100};
-  Program prog = Parse(MatmulText("f32", false));
-  Operands x(DType::kF32, s, false, 3);
-  const RunOptions keep{.target = "cpu", .constants = {"b"}};
-  RunMatmul(prog, x, s, keep);
-  x.b.Set(7, 2.5f);  // row 0 of B: the first row of a kept block
-  HostTensor c(DType::kF32, {s.m, s.n});
-  Status st = ptox::Run(prog, {x.a.view(), x.b.view(), c.view()}, keep);
-  EXPECT_EQ(st.code(), StatusCode::kRuntime);
-  EXPECT_NE(st.message().find("ForgetConstants"), std::string::npos) << st.message();
-  prog.ForgetConstants();
-  EXPECT_EQ(prog.ConstantBytes(), 0);
-  EXPECT_EQ(RunMatmul(prog, x, s, keep), RunMatmul(prog, x, s, {.target = "cpu"}));
+  // The spot check reads what lies contiguous: a kept block's first row of B [K, N], its first
+  // column of a transposed B [N, K] (element 7: row 0 of either layout).
+  for (bool tb : {false, true}) {
+    Program prog = Parse(MatmulText("f32", tb));
+    Operands x(DType::kF32, s, tb, 3);
+    const RunOptions keep{.target = "cpu", .constants = {"b"}};
+    RunMatmul(prog, x, s, keep);
+    x.b.Set(7, 2.5f);
+    HostTensor c(DType::kF32, {s.m, s.n});
+    Status st = ptox::Run(prog, {x.a.view(), x.b.view(), c.view()}, keep);
+    EXPECT_EQ(st.code(), StatusCode::kRuntime) << "transpose_b " << tb;
+    EXPECT_NE(st.message().find("ForgetConstants"), std::string::npos) << st.message();
+    prog.ForgetConstants();
+    EXPECT_EQ(prog.ConstantBytes(), 0);
+    EXPECT_EQ(RunMatmul(prog, x, s, keep), RunMatmul(prog, x, s, {.target = "cpu"}));
+  }
 }
 
 TEST(MatmulConstants, OnlyTensorInputsCanBeConstant) {
