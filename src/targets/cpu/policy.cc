@@ -24,7 +24,7 @@ passes::MatmulTiles CpuPolicy::Matmul(const passes::Capabilities&, int64_t m, in
   // ... and wide products in two column stripes, so that a short prompt (one row tile) still
   // gives 2 workers a tile each (SmolLM2 prefill on 2 threads, T = 128: 483 -> 591 tok/s;
   // T = 512, two row tiles already: 558 -> 524, within this VM's noise; 1 thread unchanged).
-  if (m <= 0 && n >= 512) t.cols = ((n + 1) / 2 + 15) / 16 * 16;
+  if (m <= 0 && n >= 512) t.cols = std::min(t.cols, ((n + 1) / 2 + 15) / 16 * 16);
   if (m > 0 && m <= 16)
     t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512, k > 0 ? k : 4096};
   // Halve the longer side (columns down to 128, rows to 64) while there are too few tiles:
