@@ -9,8 +9,8 @@ count; the same for transformers (AutoModelForCausalLM with gguf_file=, f32, eag
 torch.set_num_threads) when it is installed (scripts/setup.sh --bench); the read bandwidth
 measured in the same run (ptox._core.bandwidth) and the decode bound it gives (bytes read per
 token / bandwidth); the f32 FMA peak (ptox._core.fma_peak) and the prefill bound it gives (the
-least floating-point work per token / peak); and the runtime overhead of a decode step: the same program with every shape
-shrunk to 1 (30 layers of width 2), as a share of the real step. Writes JSON, a markdown table
+least floating-point work per token / peak); and the runtime overhead of a decode step: the same
+program with every shape shrunk to 1 (30 layers of width 2), as a share of the real step. Writes JSON, a markdown table
 (stdout) and a PNG plot when matplotlib is importable."""
 
 import argparse
@@ -120,9 +120,8 @@ def prefill_flops(cfg, t):
     least: the projections (2 per weight), causal attention (each token's query against the
     positions up to it: 2 products of head_dim per position and head) and the LM head of the last
     token."""
-    shapes = cfg.weight_shapes()
-    proj = sum(int(np.prod(s)) for k, s in shapes.items()
-               if k not in ("embed", "lm_head") and len(s) == 3)
+    # The projections are the matrices stacked per layer ([L, out, in]).
+    proj = sum(int(np.prod(s)) for s in cfg.weight_shapes().values() if len(s) == 3)
     attn = 2 * 2 * cfg.n_layers * cfg.n_heads * cfg.head_dim * (t + 1) / 2
     return 2 * proj + attn + 2 * cfg.vocab * cfg.d_model / t
 

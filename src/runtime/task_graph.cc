@@ -270,8 +270,8 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
     int64_t rd = 0, wr = 0;
     for (const Access& a : node->task.accesses)
       (a.write ? wr : rd) += a.box.Volume() * a.element_bytes;
-    records_.push_back({node->id, node->task.name, worker, start_us, end_us, rd, wr,
-                        node->task.flops});
+    records_.push_back(
+        {node->id, node->task.name, worker, start_us, end_us, rd, wr, node->task.flops});
   }
   for (Node* s : node->successors)
     if (--s->pending == 0) ready.push_back(s);
@@ -369,6 +369,13 @@ void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
   }
 }
 
+std::pair<Graph*, Graph::Node*> Executor::PopReady() {
+  const auto item = ready_.front();
+  ready_.pop_front();
+  ready_count_.store(ready_.size(), std::memory_order_release);
+  return item;
+}
+
 void Executor::Run(std::pair<Graph*, Graph::Node*> item, int worker) {
   auto [graph, node] = item;
   if (graph->failed_.load(std::memory_order_acquire)) {  // the graph failed: cancel
@@ -397,9 +404,7 @@ void Executor::WorkerLoop(int worker) {
       std::unique_lock<SpinLock> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
       if (stop_ && ready_.empty()) return;
-      item = ready_.front();
-      ready_.pop_front();
-      ready_count_.store(ready_.size(), std::memory_order_release);
+      item = PopReady();
     }
     Run(item, worker);
   }
@@ -414,9 +419,7 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
       std::unique_lock<SpinLock> lock(mu_);
       cv_.wait(lock, [&] { return done() || !ready_.empty(); });
       if (done()) return;
-      item = ready_.front();
-      ready_.pop_front();
-      ready_count_.store(ready_.size(), std::memory_order_release);
+      item = PopReady();
     }
     Run(item, me);
   }
@@ -429,9 +432,7 @@ void Executor::RunReady() {
     {
       std::lock_guard<SpinLock> lock(mu_);
       if (ready_.empty()) return;
-      item = ready_.front();
-      ready_.pop_front();
-      ready_count_.store(ready_.size(), std::memory_order_release);
+      item = PopReady();
     }
     Run(item, me);
   }

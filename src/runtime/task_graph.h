@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "ptox/status.h"
@@ -40,7 +40,7 @@ struct Box {
 struct Access {
   int tensor = 0;
   Box box;
-  bool write = false;  // reads-and-writes appear as two accesses
+  bool write = false;         // reads-and-writes appear as two accesses
   int64_t element_bytes = 0;  // for traffic accounting in traces
 };
 
@@ -54,7 +54,7 @@ struct Task {
   // Kernel name (traces, profiles, error messages): a string that outlives the graph (a literal
   // of the kernel library); not copied per task.
   const char* name = "";
-  int64_t flops = 0;          // estimated floating-point operations (profiles)
+  int64_t flops = 0;  // estimated floating-point operations (profiles)
 };
 
 class Executor;
@@ -138,6 +138,8 @@ class Executor {
   // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's lock.
   void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
+  // Under mu_, ready_ not empty: takes its front.
+  std::pair<Graph*, Graph::Node*> PopReady();
   // The calling thread runs ready tasks (of any graph) until `graph` has at most `limit` tasks
   // in flight.
   void RunUntil(Graph* graph, int64_t limit);

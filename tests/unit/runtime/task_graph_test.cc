@@ -230,8 +230,8 @@ TEST(Failure, StopsTheGraphCancelsTheRestAndNamesTheTask) {
   EXPECT_EQ(ran.load(), 10);
 }
 
-// With one thread the caller runs a task inside Submit as soon as it is ready (its inputs still
-// in cache), and a task waiting for others runs inside the Submit that finishes them.
+// With one thread the caller runs each task inside its own Submit as soon as it is ready (its
+// inputs still in cache): a task never waits for a later one, so none is left for Wait().
 TEST(Executor, OneThreadRunsReadyTasksAsTheyAreSubmitted) {
   Executor ex(1);
   Graph g(ex);
