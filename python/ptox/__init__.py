@@ -28,10 +28,11 @@ from . import _core  # noqa: E402
 from .errors import (CheckError, CompileError, Error, InternalError, InvalidError,  # noqa: E402
                      KernelError, ShapeError, ToolchainError, UnsupportedError)
 from .kernel import Kernel  # noqa: E402
+from .profile import profile  # noqa: E402
 from . import lang  # noqa: E402
 
 __all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "cache_dir",
-           "lang",
+           "lang", "profile",
            "Error", "InvalidError", "CompileError", "ShapeError", "UnsupportedError",
            "ToolchainError", "KernelError", "CheckError", "InternalError", "__version__"]
 

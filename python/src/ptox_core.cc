@@ -8,6 +8,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +44,38 @@ const char* ErrorClass(ptox::StatusCode code) {
     case ptox::StatusCode::kRuntime: return "KernelError";
     default: return "InternalError";
   }
+}
+
+// The tasks of every compiled run between trace_begin and trace_end (ptox.profile). Touched only
+// with the GIL held: a run records into its own vector and appends here after retaking the GIL,
+// its times shifted by when it started, so runs lie one after another on one timeline.
+struct Recording {
+  std::chrono::steady_clock::time_point begin;
+  std::vector<ptox::TaskTrace> tasks;
+};
+std::optional<Recording> recording;
+
+// Runs `program` with the GIL released, recording its tasks when a trace is open.
+ptox::Status RunRecorded(const ptox::Program& program, const std::vector<ptox::Arg>& values,
+                         ptox::RunOptions& options) {
+  std::vector<ptox::TaskTrace> tasks;
+  if (recording) options.trace = &tasks;
+  const auto start = std::chrono::steady_clock::now();
+  ptox::Status s;
+  {
+    nb::gil_scoped_release unlocked;  // the caller's arrays stay alive: the caller holds them
+    s = ptox::Run(program, values, options);
+  }
+  if (recording) {
+    const double shift =
+        std::chrono::duration<double, std::micro>(start - recording->begin).count();
+    for (ptox::TaskTrace& t : tasks) {
+      t.start_us += shift;
+      t.end_us += shift;
+      recording->tasks.push_back(std::move(t));
+    }
+  }
+  return s;
 }
 
 std::string DirName(ptox::ParamDirection d) {
@@ -174,11 +208,7 @@ NB_MODULE(_core, m) {
     options.num_threads = threads;
     options.check_nan = check_nan;
     options.fuse = fuse;
-    ptox::Status s;
-    {
-      nb::gil_scoped_release unlocked;  // the caller's arrays stay alive: `args` holds them
-      s = ptox::Run(program, values, options);
-    }
+    const ptox::Status s = RunRecorded(program, values, options);
     if (!s.ok()) Raise(s);
   }, nb::arg("program"), nb::arg("args"), nb::arg("target") = "cpu", nb::arg("function") = "",
      nb::arg("threads") = 0, nb::arg("check_nan") = false, nb::arg("fuse") = true,
@@ -211,11 +241,7 @@ NB_MODULE(_core, m) {
     options.function = function;
     options.num_threads = threads;
     options.constants = constants;
-    ptox::Status s;
-    {
-      nb::gil_scoped_release unlocked;
-      s = ptox::Run(program, values, options);
-    }
+    const ptox::Status s = RunRecorded(program, values, options);
     if (!s.ok()) Raise(s);
     return true;
   }, nb::arg("program"), nb::arg("args"), nb::arg("target"), nb::arg("function"),
@@ -253,6 +279,18 @@ NB_MODULE(_core, m) {
                             const std::string& function) {
     return Take(ptox::ReorderBound(program, function, ArgsOf(args)));
   }, nb::arg("program"), nb::arg("args"), nb::arg("function") = "");
+  // ptox.profile: record the tasks of the compiled runs in between; trace_end returns the Chrome
+  // trace JSON and the per-kernel profile table of them.
+  m.def("trace_begin", [] {
+    if (recording) throw nb::value_error("a profile is already open (they do not nest)");
+    recording = Recording{std::chrono::steady_clock::now(), {}};
+  });
+  m.def("trace_end", [] {
+    if (!recording) throw nb::value_error("no trace is open");
+    std::vector<ptox::TaskTrace> tasks = std::move(recording->tasks);
+    recording.reset();
+    return std::make_pair(ptox::ChromeTraceJson(tasks), ptox::ProfileTable(tasks));
+  });
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
   m.def("cache_dir", &ptox::CacheDir);

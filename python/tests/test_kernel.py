@@ -198,3 +198,29 @@ def test_read_only_inputs_are_read_and_read_only_outputs_refused():
                                               "read-only"):
         k(a, a, out=c)
     assert not c.any()
+
+
+def test_profile_records_the_tasks_of_compiled_runs(tmp_path):
+    import json
+    k = ptox.parse(ADD)
+    a = np.ones((64, 8), np.float32)
+    k(a, a)  # compiled before the profile: it records runs, not compiles
+    with ptox.profile() as p:
+        k(a, a)
+        k(a, a)
+        k(a, a, target="interp")  # no tasks to record
+    rows = [line.split() for line in p.table.splitlines()[1:]]
+    assert len(rows) == 1 and rows[0][0].startswith("add.incore") and int(rows[0][2]) == 2
+    p.save(tmp_path / "trace.json")
+    events = [e for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+              if e.get("ph") == "X"]
+    assert len(events) == 2
+    first, second = sorted(events, key=lambda e: e["ts"])
+    assert second["ts"] >= first["ts"] + first["dur"]  # the second run after the first
+    with pytest.raises(ValueError, match="already open"):
+        with ptox.profile():
+            with ptox.profile():
+                pass
+    with ptox.profile() as empty:
+        pass
+    assert empty.table.splitlines()[1:] == []
