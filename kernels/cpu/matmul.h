@@ -810,18 +810,23 @@ void MatmulAcc(Ctx& ctx, O& o, const O& c, const A& a, const B& b) {
 // before the first product), is set to the full's value. The rest is padding, which no op
 // carries into a valid result (docs/ops.md); the emitter fills the whole tile after a loop that
 // ran no product.
-template <bool kTransB, typename O, typename A, typename B, typename X>
-void MatmulAccOnFull(Ctx& ctx, O& o, const A& a, const B& b, X value, int64_t& filled_rows,
-                     int64_t& filled_cols, const char* where) {
+template <typename O, typename X>
+void FillForProduct(Ctx& ctx, O& o, int64_t product_rows, int64_t product_cols, X value,
+                    int64_t& filled_rows, int64_t& filled_cols, const char* where) {
   if (filled_rows < 0) filled_rows = filled_cols = 0, o.vr = O::kRows, o.vc = O::kCols;
-  const int64_t rows = std::max<int64_t>(filled_rows, std::min<int64_t>(a.vr, O::kRows));
-  const int64_t cols =
-      std::max<int64_t>(filled_cols, std::min<int64_t>(kTransB ? b.vr : b.vc, O::kCols));
+  const int64_t rows = std::max<int64_t>(filled_rows, std::min<int64_t>(product_rows, O::kRows));
+  const int64_t cols = std::max<int64_t>(filled_cols, std::min<int64_t>(product_cols, O::kCols));
   const auto s = ScalarAs<O::kDType>(ctx, value, where);
   for (int64_t r = 0; r < rows; ++r)
     std::fill(o.v + r * O::kCols + (r < filled_rows ? filled_cols : 0), o.v + r * O::kCols + cols,
               s);
   filled_rows = rows, filled_cols = cols;
+}
+
+template <bool kTransB, typename O, typename A, typename B, typename X>
+void MatmulAccOnFull(Ctx& ctx, O& o, const A& a, const B& b, X value, int64_t& filled_rows,
+                     int64_t& filled_cols, const char* where) {
+  FillForProduct(ctx, o, a.vr, kTransB ? b.vr : b.vc, value, filled_rows, filled_cols, where);
   MatmulAcc<kTransB>(ctx, o, o, a, b);
 }
 

@@ -9,6 +9,7 @@
 // matmul.h the x86 intrinsics, whose parse time dominates the cold compile of small kernels.
 #ifndef PTOX_CPU_NO_MATMUL
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/qmatmul.h"
 #endif
 #ifndef PTOX_CPU_NO_REDUCE
 #include "kernels/cpu/reduce.h"

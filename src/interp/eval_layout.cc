@@ -4,6 +4,8 @@
 
 #include "interp/eval.h"
 #include "interp/numeric.h"
+#include "kernels/quant.h"
+#include "ops/type_rules.h"
 
 namespace ptox::interp {
 namespace {
@@ -109,6 +111,32 @@ std::pair<int64_t, int64_t> MatmulInto(const Tile& a, const Tile& b, bool tb, Ti
   return {a.valid_rows, tb ? b.valid_rows : b.valid_cols};
 }
 
+// tile.qmatmul_acc: kernels/quant.h's definition over the valid region (rows < a's valid rows,
+// columns < w's valid rows, the blocks of a's valid columns).
+RtValue EvalQMatmulAcc(const ir::OpStmt& op, const Env& env) {
+  const Tile& c = env.GetTile(op.args()[0]);
+  const Tile& a = env.GetTile(op.args()[1]);
+  const Tile& w = env.GetTile(op.args()[2]);
+  const quant::Format f = ir::QuantFormat(op.attrs());
+  const int64_t bb = quant::BlockBytes(f);
+  const int64_t blocks = std::min(a.valid_cols / quant::kBlock, w.valid_cols / bb);
+  Tile out = c;
+  std::vector<uint8_t> row(static_cast<size_t>(w.cols));
+  std::vector<quant::ActBlock> x(static_cast<size_t>(std::max<int64_t>(blocks, 1)));
+  std::vector<float> arow(static_cast<size_t>(a.cols));
+  for (int64_t r = 0; r < std::min(a.valid_rows, out.rows); ++r) {
+    for (int64_t k = 0; k < a.cols; ++k) arow[k] = a.F(r, k);
+    for (int64_t b = 0; b < blocks; ++b) quant::QuantizeBlock(arow.data() + b * quant::kBlock, &x[b]);
+    for (int64_t j = 0; j < std::min(w.valid_rows, out.cols); ++j) {
+      for (int64_t k = 0; k < w.cols; ++k) row[k] = static_cast<uint8_t>(w.I(j, k));
+      out.F(r, j) = quant::RowDot(f, row.data(), x.data(), blocks, out.F(r, j));
+    }
+  }
+  out.valid_rows = std::min(c.valid_rows, a.valid_rows);
+  out.valid_cols = std::min(c.valid_cols, w.valid_rows);
+  return Share(std::move(out));
+}
+
 RtValue EvalMatmul(const ir::OpStmt& op, const Env& env, bool acc) {
   const size_t first = acc ? 1 : 0;
   const Tile& a = env.GetTile(op.args()[first]);
@@ -138,7 +166,9 @@ RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env) {
     case ir::OpFamily::kExtract: return EvalExtract(op, env);
     case ir::OpFamily::kBroadcast: return EvalBroadcast(op, env.GetTile(op.args()[0]));
     case ir::OpFamily::kMatmul: return EvalMatmul(op, env, /*acc=*/false);
-    case ir::OpFamily::kMatmulAcc: return EvalMatmul(op, env, /*acc=*/true);
+    case ir::OpFamily::kMatmulAcc:
+      if (op.op() == ir::OpCode::kTileQMatmulAcc) return EvalQMatmulAcc(op, env);
+      return EvalMatmul(op, env, /*acc=*/true);
     default: PTOX_ICHECK(false) << "not a layout op: " << OpWhere(op);
   }
   return Scalar{};

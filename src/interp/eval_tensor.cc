@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/quant.h"
 #include "kernels/scalar.h"
 #include "ops/type_rules.h"
 
@@ -130,6 +131,28 @@ void CheckSameSymbols(const ir::OpStmt& op, size_t ia, const Dense& a, size_t ib
         << ir::Type::Tensor(ta, a.dtype).ToString() << " vs "
         << ir::Type::Tensor(tb, b.dtype).ToString() << ")";
   }
+}
+
+// tensor.qmatmul: kernels/quant.h's definition, one row of blocks at a time.
+Dense QMatmul(const ir::OpStmt& op, const Dense& a, const Dense& w) {
+  const quant::Format f = ir::QuantFormat(op.attrs());
+  const int64_t m = a.shape[a.rank() - 2], k_len = a.shape.back(), n = w.shape[0];
+  const int64_t blocks = k_len / quant::kBlock, row_bytes = w.shape[1];
+  PTOX_ICHECK(row_bytes == blocks * quant::BlockBytes(f)) << OpWhere(op) << ": row size";
+  std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
+  shape.push_back(n);
+  Dense out = MakeDense(op, DType::kF32, shape);
+  std::vector<uint8_t> bytes(w.i.size());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(w.i[i]);
+  std::vector<quant::ActBlock> x(static_cast<size_t>(blocks));
+  const int64_t rows = Product(a.shape, 0, a.rank() - 2) * m;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b)
+      quant::QuantizeBlock(a.f.data() + r * k_len + b * quant::kBlock, &x[b]);
+    for (int64_t j = 0; j < n; ++j)
+      out.f[r * n + j] = quant::RowDot(f, bytes.data() + j * row_bytes, x.data(), blocks, 0.0f);
+  }
+  return out;
 }
 
 Dense Matmul(const ir::OpStmt& op, const Dense& a, const Dense& b, bool tb) {
@@ -339,6 +362,8 @@ Dense EvalValue(const ir::OpStmt& op, Env& env) {
       return CastTo(op.result()->type.dtype(), Arg(op, env, 0, DType::kF32));
     case ir::OpFamily::kTensorReduce: return EvalReduce(op, env);
     case ir::OpFamily::kTensorMatmul:
+      if (op.op() == ir::OpCode::kTensorQMatmul)
+        return QMatmul(op, Arg(op, env, 0, DType::kF32), Arg(op, env, 1, DType::kF32));
       return Matmul(op, Arg(op, env, 0, DType::kF32), Arg(op, env, 1, DType::kF32),
                     ir::BoolAttr(op.attrs(), "transpose_b", false));
     case ir::OpFamily::kTensorReshape: {

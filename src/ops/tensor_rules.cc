@@ -62,6 +62,15 @@ bool BoolAttr(const Attrs& attrs, const std::string& name, bool fallback) {
   auto it = attrs.find(name);
   return it == attrs.end() ? fallback : std::get<bool>(it->second);
 }
+quant::Format QuantFormat(const Attrs& attrs) {
+  quant::Format f = quant::Format::kQ4_0;
+  auto it = attrs.find("format");
+  PTOX_ICHECK(it != attrs.end() && quant::ParseFormat(std::get<std::string>(it->second).c_str(), &f))
+      << "a quantized matmul without a valid format";
+  return f;
+}
+int64_t QuantBlockBytes(const Attrs& attrs) { return quant::BlockBytes(QuantFormat(attrs)); }
+
 double FloatAttr(const Attrs& attrs, const std::string& name, double fallback) {
   auto it = attrs.find(name);
   return it == attrs.end() ? fallback : std::get<double>(it->second);
@@ -251,6 +260,28 @@ Type Matmul(const TensorChecker& c, const Type& a, const Type& b, bool tb) {
   return Type::Tensor(shape, DType::kF32);
 }
 
+// f32 [..., M, K] x GGUF blocks [N, K/32 * block bytes] i8 -> f32 [..., M, N].
+Type QMatmul(const TensorChecker& c, const Type& a, const Type& w, const Attrs& attrs) {
+  PTOX_CHECK(attrs.count("format"), c.span())
+      << "tensor.qmatmul needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
+  PTOX_CHECK(a.rank() >= 2 && a.dtype() == DType::kF32, c.span())
+      << "tensor.qmatmul needs f32 activations of rank >= 2, got " << a.ToString();
+  PTOX_CHECK(w.rank() == 2 && w.dtype() == DType::kI8, c.span())
+      << "tensor.qmatmul needs its weight blocks as a 2-D i8 tensor [N, bytes per row], got "
+      << w.ToString();
+  const Dim& k = a.shape().back();
+  PTOX_CHECK(k.is_static() && k.size % quant::kBlock == 0 && w.shape()[1].is_static(), c.span())
+      << "tensor.qmatmul needs a static K that is a multiple of " << quant::kBlock << " and a "
+      << "static row size, got " << a.ToString() << " x " << w.ToString();
+  const int64_t bytes = k.size / quant::kBlock * QuantBlockBytes(attrs);
+  PTOX_CHECK(w.shape()[1].size == bytes, c.span())
+      << "tensor.qmatmul: K = " << k.size << " in format " << quant::FormatName(QuantFormat(attrs))
+      << " is " << bytes << " bytes per weight row, got " << w.ToString();
+  std::vector<Dim> shape(a.shape().begin(), a.shape().end() - 1);
+  shape.push_back(w.shape()[0]);
+  return Type::Tensor(shape, DType::kF32);
+}
+
 // Element counts agree: equal static products and the same multiset of symbols.
 bool SameCount(const std::vector<Dim>& a, const std::vector<Dim>& b) {
   int64_t pa = 1, pb = 1;
@@ -408,6 +439,7 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
     case OpFamily::kTensorGather: c.Arity(2, 2); return Gather(c, c.Tensor(0), c.AnyTensor(1));
     case OpFamily::kTensorMatmul:
       c.Arity(2, 2);
+      if (op == OpCode::kTensorQMatmul) return QMatmul(c, c.Tensor(0), c.AnyTensor(1), attrs);
       return Matmul(c, c.Tensor(0), c.Tensor(1), BoolAttr(attrs, "transpose_b", false));
     case OpFamily::kTensorReshape: {
       c.Arity(1, 1);

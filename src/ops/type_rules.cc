@@ -364,6 +364,24 @@ std::optional<Type> MatmulFamilyType(const Checker& c, OpCode op,
     case OpFamily::kMatmulAcc: {
       c.Arity(3);
       const Type& acc = c.Tile(0);
+      if (op == OpCode::kTileQMatmulAcc) {
+        PTOX_CHECK(attrs.count("format"), span)
+            << "tile.qmatmul_acc needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
+        const Type& a = c.Tile(1);
+        const Type& w = c.Tile(2);
+        PTOX_CHECK(a.dtype() == DType::kF32 && w.dtype() == DType::kI8 &&
+                       a.cols() % quant::kBlock == 0 &&
+                       w.cols() == a.cols() / quant::kBlock * QuantBlockBytes(attrs),
+                   span)
+            << "tile.qmatmul_acc needs f32 activations R x K (K a multiple of " << quant::kBlock
+            << ") and i8 weight blocks C x K/" << quant::kBlock << " * "
+            << QuantBlockBytes(attrs) << " bytes, got " << a.ToString() << " and "
+            << w.ToString();
+        const Type r = Type::Tile(a.rows(), w.rows(), DType::kF32);
+        PTOX_CHECK(acc == r, span) << "tile.qmatmul_acc accumulator must be " << r.ToString()
+                                   << ", got " << acc.ToString();
+        return acc;
+      }
       Type r = CheckMatmul(c, c.Tile(1), c.Tile(2), TransposeB(attrs));
       PTOX_CHECK(acc == r, span) << "tile.matmul_acc accumulator must be " << r.ToString()
                                  << ", got " << acc.ToString();
@@ -459,8 +477,15 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
   for (const auto& [name, value] : attrs) {
     bool ok = false;
     if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
+    if (name == "format") {
+      quant::Format q;
+      ok = (op == OpCode::kTileQMatmulAcc || op == OpCode::kTensorQMatmul) &&
+           std::holds_alternative<std::string>(value) &&
+           quant::ParseFormat(std::get<std::string>(value).c_str(), &q);
+    }
     if (name == "transpose_b")
       ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc || f == OpFamily::kTensorMatmul) &&
+           op != OpCode::kTileQMatmulAcc && op != OpCode::kTensorQMatmul &&
            std::holds_alternative<bool>(value);
     const bool is_int = std::holds_alternative<int64_t>(value);
     if (name == "axis")

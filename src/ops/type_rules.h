@@ -2,6 +2,8 @@
 // cannot be inferred) the declared type. Shared by the parser, the builder and the verifier.
 #pragma once
 
+#include "kernels/quant.h"
+
 #include <optional>
 #include <vector>
 
@@ -46,5 +48,9 @@ double NormEps(const OpStmt& op);
 int64_t IntAttr(const Attrs& attrs, const std::string& name, int64_t fallback);
 bool BoolAttr(const Attrs& attrs, const std::string& name, bool fallback);
 double FloatAttr(const Attrs& attrs, const std::string& name, double fallback);
+// The weight format of tensor.qmatmul / tile.qmatmul_acc (its `format` attribute, checked by the
+// type rules) and the bytes of one of its blocks of 32 values.
+quant::Format QuantFormat(const Attrs& attrs);
+int64_t QuantBlockBytes(const Attrs& attrs);
 
 }  // namespace ptox::ir

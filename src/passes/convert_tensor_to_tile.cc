@@ -478,6 +478,9 @@ class Converter {
     int64_t tk = 0;
     const Tiling t =
         convert::MatmulTiling(caps_, size(domain[r - 2]), size(domain[r - 1]), size(kd), &tk);
+    // A quantized product sums each output over its whole K in one tile (kernels/quant.h).
+    const bool quantized = mm.op() == OpCode::kTensorQMatmul;
+    if (quantized) tk = kd.size;
     const ir::Operand k_extent = ext_.Of(w, kd);
     auto dims = convert::DomainNest(w, ext_, domain, t, false);
     convert::Nest(w, dims, [&](const std::vector<ir::Operand>& offsets, BlockWriter& outer) {
@@ -495,12 +498,19 @@ class Converter {
       ao.insert(ao.begin(), a);
       bo.insert(bo.begin(), b);
       ir::Value ta = kloop.Op(OpCode::kTileLoad, ao, {}, ir::Type::Tile(t.rows, tk, a->type.dtype()), "ta");
-      ir::Value tbv = kloop.Op(OpCode::kTileLoad, bo, {},
-                               tb ? ir::Type::Tile(t.cols, tk, b->type.dtype())
-                                  : ir::Type::Tile(tk, t.cols, b->type.dtype()), "tb");
       ir::Attrs attrs;
-      if (tb) attrs["transpose_b"] = true;
-      ir::Value next = kloop.Op(OpCode::kTileMatmulAcc, {partial, ta, tbv}, attrs, {}, "next");
+      ir::Type b_tile = tb ? ir::Type::Tile(t.cols, tk, b->type.dtype())
+                           : ir::Type::Tile(tk, t.cols, b->type.dtype());
+      if (quantized) {  // w's rows of blocks, whole: [n, 0]
+        bo = {b, offsets[r - 1], ir::Operand::Int(0)};
+        b_tile = ir::Type::Tile(t.cols, b->type.shape()[1].size, DType::kI8);
+        attrs["format"] = mm.attrs().at("format");
+      } else if (tb) {
+        attrs["transpose_b"] = true;
+      }
+      ir::Value tbv = kloop.Op(OpCode::kTileLoad, bo, {}, b_tile, "tb");
+      ir::Value next = kloop.Op(quantized ? OpCode::kTileQMatmulAcc : OpCode::kTileMatmulAcc,
+                                {partial, ta, tbv}, attrs, {}, "next");
       kloop.Append(ir::YieldStmt::Make({next}, w.span()));
       body.Append(ir::ForStmt::Make(kv, ir::Operand::Int(0), k_extent, ir::Operand::Int(tk),
                                     ir::LoopKind::kSequential, {partial}, {zero}, kloop.Take(),

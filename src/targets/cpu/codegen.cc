@@ -509,6 +509,19 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
     case ir::OpFamily::kMatmul:
     case ir::OpFamily::kMatmulAcc: {
       uses_matmul_ = true;
+      if (op.op() == ir::OpCode::kTileQMatmulAcc) {
+        static const char* const kFormats[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
+        const std::string f = fmt::format(
+            "ptox::quant::Format::{}", kFormats[static_cast<int>(ir::QuantFormat(op.attrs()))]);
+        if (auto full = acc_on_full_.find(op.result().get()); full != acc_on_full_.end()) {
+          return fmt::format(
+              "pc::QMatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols, {5})", f,
+              r, Operand(a[1]), Operand(a[2]), Operand(full->second->args()[0]),
+              Where(*full->second, "tile.full"));
+        }
+        return fmt::format("pc::QMatmulAcc<{}>(ctx, {}, {}, {}, {})", f, r, Operand(a[0]),
+                           Operand(a[1]), Operand(a[2]));
+      }
       auto tb = op.attrs().find("transpose_b");
       bool trans = tb != op.attrs().end() && std::get<bool>(tb->second);
       if (auto full = acc_on_full_.find(op.result().get()); full != acc_on_full_.end()) {

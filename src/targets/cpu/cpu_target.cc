@@ -224,6 +224,8 @@ std::vector<std::string> CpuTarget::Flags() const {
       // bf16 dot products for bf16 matmuls (kernels/cpu/matmul_bf16.h) where the host has them.
       static const CpuFeatures f = ::ptox::Detect();
       if (f.avx512_bf16 && f.os_zmm) flags.push_back("-mavx512bf16");
+      // Integer dot products for quantized matmuls (kernels/cpu/qmatmul.h).
+      if (f.avx512_vnni && f.os_zmm) flags.push_back("-mavx512vnni");
       break;
     }
   }

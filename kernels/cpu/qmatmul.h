@@ -1,0 +1,249 @@
+// tile.qmatmul_acc on CPU: f32 activations times GGUF weight blocks read where they lie, with the
+// bits of kernels/quant.h's definition. The activations are quantized once per task row; the
+// AVX-512 path then multiplies two blocks per 512-bit register with integer dot products
+// (VNNI vpdpbusd where the build has it, else vpmaddubsw + vpmaddwd: the same exact lane sums,
+// each lane the sum of 4 products), scales every lane by d_w * dx and adds it into the 16
+// lanes the definition names. Other builds run the definition itself.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/core.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/quant.h"
+
+namespace ptox::cpu {
+namespace qmm {
+
+using quant::ActBlock;
+using quant::Format;
+
+// The activation rows of a task, quantized: blocks [row][block].
+inline std::vector<ActBlock>& ActBuffer() {
+  thread_local std::vector<ActBlock> buf;
+  return buf;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+
+// Per row and block pair (2p, 2p+1): the 64 int8 values, dx per lane (lanes 0-7 the even block's,
+// 8-15 the odd one's) and q4_0's correction 8 * (sum of each lane's 4 values); a missing odd
+// block is zeros (adding it changes no lane: the lanes are never -0).
+struct alignas(64) PairAct {
+  int8_t q[64];
+  float dx[16];
+  int32_t corr[16];
+};
+
+inline __m512i LaneDot(__m512i u, __m512i s) {  // sum of 4 u8 x s8 products per 32-bit lane
+#if defined(__AVX512VNNI__)
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
+#else
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+#endif
+}
+
+// The weights of blocks 2p and 2p+1 of a row as u8 (q4: the nibbles; q8_0: their magnitudes) and
+// the scale d_w per lane.
+template <Format F>
+inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask64* neg) {
+  constexpr int kBytes = quant::BlockBytes(F);
+  const uint8_t* w1 = w + kBytes;
+  const float d0 = quant::BlockD(w), d1 = odd ? quant::BlockD(w1) : 0.0f;
+  *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+  if constexpr (F == Format::kQ8_0) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2));
+    const __m256i b = odd ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + 2))
+                          : _mm256_setzero_si256();
+    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+    *neg = _mm512_movepi8_mask(v);
+    *u = _mm512_abs_epi8(v);
+  } else {
+    constexpr int kOff = F == Format::kQ4_0 ? 2 : 4;
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + kOff));
+    const __m128i b =
+        odd ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1 + kOff)) : _mm_setzero_si128();
+    // [a, a, b, b]; the 2nd and 4th quarters shifted right by 4: low nibbles, high nibbles.
+    __m512i v = _mm512_castsi128_si512(a);
+    v = _mm512_inserti64x2(v, a, 1);
+    v = _mm512_inserti64x2(v, b, 2);
+    v = _mm512_inserti64x2(v, b, 3);
+    const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+    *u = _mm512_and_si512(_mm512_srlv_epi64(v, shifts), _mm512_set1_epi8(0x0F));
+    *neg = 0;
+  }
+}
+
+// One weight row times kRows activation rows (their pair blocks at x, `pairs` apart), added to
+// out[r * ldo] (q4_1's offset terms from the ActBlocks at xb, `blocks` apart).
+template <Format F, int kRows>
+inline void RowTimesRows(const uint8_t* w, int64_t blocks, const PairAct* x, int64_t pairs,
+                         const ActBlock* xb, float* out, int64_t ldo) {
+  constexpr int kBytes = quant::BlockBytes(F);
+  __m512 acc[kRows];
+  float m[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps(), m[r] = 0.0f;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const bool odd = 2 * p + 1 < blocks;
+    __m512i u;
+    __m512 dw;
+    __mmask64 neg;
+    LoadPair<F>(w + 2 * p * kBytes, odd, &u, &dw, &neg);
+    for (int r = 0; r < kRows; ++r) {
+      const PairAct& a = x[r * pairs + p];
+      __m512i s = _mm512_load_si512(a.q);
+      if constexpr (F == Format::kQ8_0) s = _mm512_mask_sub_epi8(s, neg, _mm512_setzero_si512(), s);
+      __m512i lanes = LaneDot(u, s);
+      if constexpr (F == Format::kQ4_0) lanes = _mm512_sub_epi32(lanes, _mm512_load_si512(a.corr));
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_load_ps(a.dx));
+      acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc[r]);
+    }
+  }
+  if constexpr (F == Format::kQ4_1) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float mw = quant::BlockM(w + b * kBytes);
+      for (int r = 0; r < kRows; ++r) m[r] = std::fma(mw, xb[r * blocks + b].dsum, m[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {  // quant::Tree's order
+    const __m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(acc[r]),
+                                    _mm512_extractf32x8_ps(acc[r], 1));
+    const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+    const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+    const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
+    out[r * ldo] = out[r * ldo] + (t + m[r]);
+  }
+}
+
+inline std::vector<PairAct>& PairBuffer() {
+  thread_local std::vector<PairAct> buf;
+  return buf;
+}
+
+// The ActBlocks of `rows` rows regrouped in pairs for the kernel above.
+inline void MakePairs(const ActBlock* xb, int64_t rows, int64_t blocks, PairAct* out) {
+  const int64_t pairs = (blocks + 1) / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t p = 0; p < pairs; ++p) {
+      PairAct& a = out[r * pairs + p];
+      for (int h = 0; h < 2; ++h) {
+        const int64_t b = 2 * p + h;
+        if (b >= blocks) {
+          std::fill(a.q + 32 * h, a.q + 32 * h + 32, int8_t{0});
+          std::fill(a.dx + 8 * h, a.dx + 8 * h + 8, 0.0f);
+          std::fill(a.corr + 8 * h, a.corr + 8 * h + 8, 0);
+          continue;
+        }
+        const ActBlock& x = xb[r * blocks + b];
+        std::copy(x.q, x.q + 32, a.q + 32 * h);
+        for (int l = 0; l < 8; ++l) {
+          a.dx[8 * h + l] = x.d;
+          a.corr[8 * h + l] = 8 * (x.q[4 * l] + x.q[4 * l + 1] + x.q[4 * l + 2] + x.q[4 * l + 3]);
+        }
+      }
+    }
+  }
+}
+
+#endif  // AVX-512
+
+// out[i * ldo + j] += a's row i times w's row j, for i < m, j < n, over `blocks` blocks.
+template <Format F>
+void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const float* a,
+           int64_t lda, const uint8_t* w, int64_t ldw) {
+  if (m <= 0 || n <= 0) return;
+  std::vector<ActBlock>& xb = ActBuffer();
+  xb.resize(static_cast<size_t>(std::max<int64_t>(1, m * blocks)));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t b = 0; b < blocks; ++b)
+      quant::QuantizeBlock(a + i * lda + b * quant::kBlock, &xb[i * blocks + b]);
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const int64_t pairs = (blocks + 1) / 2;
+  std::vector<PairAct>& xp = PairBuffer();
+  xp.resize(static_cast<size_t>(std::max<int64_t>(1, m * pairs)));
+  MakePairs(xb.data(), m, blocks, xp.data());
+  constexpr int kMR = 4;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* wr = w + j * ldw;
+    int64_t i = 0;
+    for (; i + kMR <= m; i += kMR)
+      RowTimesRows<F, kMR>(wr, blocks, xp.data() + i * pairs, pairs, xb.data() + i * blocks,
+                           out + i * ldo + j, ldo);
+    for (; i < m; ++i)
+      RowTimesRows<F, 1>(wr, blocks, xp.data() + i * pairs, pairs, xb.data() + i * blocks,
+                         out + i * ldo + j, ldo);
+  }
+#else
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      out[i * ldo + j] = quant::RowDot(F, w + j * ldw, xb.data() + i * blocks, blocks, out[i * ldo + j]);
+#endif
+}
+
+}  // namespace qmm
+
+namespace qmm {
+
+// An operand's memory: a tile's storage or a view's window (element strides).
+template <DT D, int R, int C>
+const void* DataOf(const Tile<D, R, C>& t, int64_t* rs, int64_t* cs) {
+  *rs = C, *cs = 1;
+  return t.v;
+}
+template <DT D, int R, int C>
+const void* DataOf(const View<D, R, C>& v, int64_t* rs, int64_t* cs) {
+  *rs = v.rs, *cs = v.cs;
+  return v.base;
+}
+
+// rows x cols elements of `size` bytes at p (strides rs, cs) with contiguous rows: p itself, or
+// a copy in `buf` when the columns are strided.
+inline const char* Contiguous(const void* p, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
+                              int size, std::vector<char>& buf, int64_t* ld) {
+  if (cs == 1) {
+    *ld = rs;
+    return static_cast<const char*>(p);
+  }
+  buf.resize(static_cast<size_t>(std::max<int64_t>(1, rows * cols * size)));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < cols; ++k)
+      std::memcpy(buf.data() + (i * cols + k) * size,
+                  static_cast<const char*>(p) + (i * rs + k * cs) * size, size);
+  *ld = cols;
+  return buf.data();
+}
+
+}  // namespace qmm
+
+// o (R x C f32) = c + a (R x K f32) times w's rows (C x K/32 blocks) over the valid region.
+template <quant::Format F, typename O, typename A, typename W>
+void QMatmulAcc(Ctx&, O& o, const O& c, const A& a, const W& w) {
+  static_assert(A::kDType == DT::kF32 && W::kDType == DT::kI8, "f32 activations, i8 blocks");
+  if (&o != &c) o = c;
+  const int64_t bytes = quant::BlockBytes(F);
+  const int64_t blocks = std::min<int64_t>(a.vc / quant::kBlock, w.vc / bytes);
+  const int64_t m = std::min<int64_t>(a.vr, O::kRows), n = std::min<int64_t>(w.vr, O::kCols);
+  int64_t ars, acs, wrs, wcs, lda, ldw;
+  const void* ap = qmm::DataOf(a, &ars, &acs);
+  const void* wp = qmm::DataOf(w, &wrs, &wcs);
+  thread_local std::vector<char> abuf, wbuf;
+  const char* ac = qmm::Contiguous(ap, ars, acs, m, blocks * quant::kBlock, 4, abuf, &lda);
+  const char* wc = qmm::Contiguous(wp, wrs, wcs, n, blocks * bytes, 1, wbuf, &ldw);
+  qmm::QGemm<F>(o.v, O::kCols, m, n, blocks, reinterpret_cast<const float*>(ac), lda,
+                reinterpret_cast<const uint8_t*>(wc), ldw);
+  o.vr = std::min<int64_t>(c.vr, a.vr);
+  o.vc = std::min<int64_t>(c.vc, w.vr);
+}
+
+// QMatmulAcc into a K loop's accumulator whose tile.full the emitter deferred (MatmulAccOnFull).
+template <quant::Format F, typename O, typename A, typename W, typename X>
+void QMatmulAccOnFull(Ctx& ctx, O& o, const A& a, const W& w, X value, int64_t& filled_rows,
+                      int64_t& filled_cols, const char* where) {
+  FillForProduct(ctx, o, a.vr, w.vr, value, filled_rows, filled_cols, where);
+  QMatmulAcc<F>(ctx, o, o, a, w);
+}
+
+}  // namespace ptox::cpu
