@@ -46,14 +46,23 @@ inline __m512i LaneDot(__m512i u, __m512i s) {  // sum of 4 u8 x s8 products per
 #endif
 }
 
-// The weights of blocks 2p and 2p+1 of a row as u8 (q4: the nibbles; q8_0: their magnitudes) and
-// the scale d_w per lane.
+// The weights of blocks 2p and 2p+1 of a row as u8 (q4: the nibbles; q8_0: their magnitudes),
+// the scale d_w per lane and q4_1's offsets m_w (F16C converts f16 exactly, as quant.h does).
 template <Format F>
-inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask64* neg) {
+inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask64* neg,
+                     float* m0, float* m1) {
   constexpr int kBytes = quant::BlockBytes(F);
   const uint8_t* w1 = w + kBytes;
-  const float d0 = quant::BlockD(w), d1 = odd ? quant::BlockD(w1) : 0.0f;
-  *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+  int32_t h0, h1 = 0;  // d (and m) of each block
+  std::memcpy(&h0, w, 4);
+  if (odd) std::memcpy(&h1, w1, 4);
+  const __m512 dm = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_set_epi32(0, 0, h1, h0)));
+  *dw = _mm512_permutexvar_ps(_mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0), dm);
+  if constexpr (F == Format::kQ4_1) {
+    alignas(16) float v[4];
+    _mm_store_ps(v, _mm512_castps512_ps128(dm));
+    *m0 = v[1], *m1 = v[3];
+  }
   if constexpr (F == Format::kQ8_0) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2));
     const __m256i b = odd ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + 2))
@@ -66,11 +75,10 @@ inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + kOff));
     const __m128i b =
         odd ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(w1 + kOff)) : _mm_setzero_si128();
-    // [a, a, b, b]; the 2nd and 4th quarters shifted right by 4: low nibbles, high nibbles.
-    __m512i v = _mm512_castsi128_si512(a);
-    v = _mm512_inserti64x2(v, a, 1);
-    v = _mm512_inserti64x2(v, b, 2);
-    v = _mm512_inserti64x2(v, b, 3);
+    // [a, a, b, b], the 2nd and 4th quarters shifted right by 4: low nibbles, then high ones.
+    const __m512i v = _mm512_permutexvar_epi64(
+        _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
+        _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1)));
     const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
     *u = _mm512_and_si512(_mm512_srlv_epi64(v, shifts), _mm512_set1_epi8(0x0F));
     *neg = 0;
@@ -91,7 +99,8 @@ inline void RowTimesRows(const uint8_t* w, int64_t blocks, const PairAct* x, int
     __m512i u;
     __m512 dw;
     __mmask64 neg;
-    LoadPair<F>(w + 2 * p * kBytes, odd, &u, &dw, &neg);
+    float m0 = 0, m1 = 0;
+    LoadPair<F>(w + 2 * p * kBytes, odd, &u, &dw, &neg, &m0, &m1);
     for (int r = 0; r < kRows; ++r) {
       const PairAct& a = x[r * pairs + p];
       __m512i s = _mm512_load_si512(a.q);
@@ -100,12 +109,10 @@ inline void RowTimesRows(const uint8_t* w, int64_t blocks, const PairAct* x, int
       if constexpr (F == Format::kQ4_0) lanes = _mm512_sub_epi32(lanes, _mm512_load_si512(a.corr));
       const __m512 scale = _mm512_mul_ps(dw, _mm512_load_ps(a.dx));
       acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc[r]);
-    }
-  }
-  if constexpr (F == Format::kQ4_1) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float mw = quant::BlockM(w + b * kBytes);
-      for (int r = 0; r < kRows; ++r) m[r] = std::fma(mw, xb[r * blocks + b].dsum, m[r]);
+      if constexpr (F == Format::kQ4_1) {  // the offsets in block order
+        m[r] = std::fma(m0, xb[r * blocks + 2 * p].dsum, m[r]);
+        if (odd) m[r] = std::fma(m1, xb[r * blocks + 2 * p + 1].dsum, m[r]);
+      }
     }
   }
   for (int r = 0; r < kRows; ++r) {  // quant::Tree's order
