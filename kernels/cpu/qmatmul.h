@@ -85,43 +85,53 @@ inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask
   }
 }
 
-// One weight row times kRows activation rows (their pair blocks at x, `pairs` apart), added to
-// out[r * ldo] (q4_1's offset terms from the ActBlocks at xb, `blocks` apart).
-template <Format F, int kRows>
-inline void RowTimesRows(const uint8_t* w, int64_t blocks, const PairAct* x, int64_t pairs,
-                         const ActBlock* xb, float* out, int64_t ldo) {
+// kCols weight rows (ldw bytes apart) times kRows activation rows (their pair blocks at x,
+// `pairs` apart), added to out[r * ldo + c] (q4_1's offsets from the ActBlocks at xb, `blocks`
+// apart). Each output's lanes and offset sum are a chain of dependent FMAs; the kRows x kCols
+// chains run interleaved (one row's alone waited on its FMA latency: 8 cycles per block pair).
+template <Format F, int kRows, int kCols>
+inline void RowsTimesRows(const uint8_t* w, int64_t ldw, int64_t blocks, const PairAct* x,
+                          int64_t pairs, const ActBlock* xb, float* out, int64_t ldo) {
   constexpr int kBytes = quant::BlockBytes(F);
-  __m512 acc[kRows];
-  float m[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps(), m[r] = 0.0f;
+  __m512 acc[kRows][kCols];
+  float m[kRows][kCols];
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) acc[r][c] = _mm512_setzero_ps(), m[r][c] = 0.0f;
   for (int64_t p = 0; p < pairs; ++p) {
     const bool odd = 2 * p + 1 < blocks;
-    __m512i u;
-    __m512 dw;
-    __mmask64 neg;
-    float m0 = 0, m1 = 0;
-    LoadPair<F>(w + 2 * p * kBytes, odd, &u, &dw, &neg, &m0, &m1);
-    for (int r = 0; r < kRows; ++r) {
-      const PairAct& a = x[r * pairs + p];
-      __m512i s = _mm512_load_si512(a.q);
-      if constexpr (F == Format::kQ8_0) s = _mm512_mask_sub_epi8(s, neg, _mm512_setzero_si512(), s);
-      __m512i lanes = LaneDot(u, s);
-      if constexpr (F == Format::kQ4_0) lanes = _mm512_sub_epi32(lanes, _mm512_load_si512(a.corr));
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_load_ps(a.dx));
-      acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc[r]);
-      if constexpr (F == Format::kQ4_1) {  // the offsets in block order
-        m[r] = std::fma(m0, xb[r * blocks + 2 * p].dsum, m[r]);
-        if (odd) m[r] = std::fma(m1, xb[r * blocks + 2 * p + 1].dsum, m[r]);
+    for (int c = 0; c < kCols; ++c) {
+      __m512i u;
+      __m512 dw;
+      __mmask64 neg;
+      float m0 = 0, m1 = 0;
+      LoadPair<F>(w + c * ldw + 2 * p * kBytes, odd, &u, &dw, &neg, &m0, &m1);
+      for (int r = 0; r < kRows; ++r) {
+        const PairAct& a = x[r * pairs + p];
+        __m512i s = _mm512_load_si512(a.q);
+        if constexpr (F == Format::kQ8_0)
+          s = _mm512_mask_sub_epi8(s, neg, _mm512_setzero_si512(), s);
+        __m512i lanes = LaneDot(u, s);
+        if constexpr (F == Format::kQ4_0)
+          lanes = _mm512_sub_epi32(lanes, _mm512_load_si512(a.corr));
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_load_ps(a.dx));
+        acc[r][c] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc[r][c]);
+        if constexpr (F == Format::kQ4_1) {  // the offsets in block order
+          m[r][c] = std::fma(m0, xb[r * blocks + 2 * p].dsum, m[r][c]);
+          if (odd) m[r][c] = std::fma(m1, xb[r * blocks + 2 * p + 1].dsum, m[r][c]);
+        }
       }
     }
   }
-  for (int r = 0; r < kRows; ++r) {  // quant::Tree's order
-    const __m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(acc[r]),
-                                    _mm512_extractf32x8_ps(acc[r], 1));
-    const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
-    const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
-    const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
-    out[r * ldo] = out[r * ldo] + (t + m[r]);
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < kCols; ++c) {  // quant::Tree's order
+      const __m512 v16 = acc[r][c];
+      const __m256 v8 =
+          _mm256_add_ps(_mm512_castps512_ps256(v16), _mm512_extractf32x8_ps(v16, 1));
+      const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+      const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+      const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
+      out[r * ldo + c] = out[r * ldo + c] + (t + m[r][c]);
+    }
   }
 }
 
@@ -172,16 +182,25 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
   std::vector<PairAct>& xp = PairBuffer();
   xp.resize(static_cast<size_t>(std::max<int64_t>(1, m * pairs)));
   MakePairs(xb.data(), m, blocks, xp.data());
-  constexpr int kMR = 4;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* wr = w + j * ldw;
-    int64_t i = 0;
-    for (; i + kMR <= m; i += kMR)
-      RowTimesRows<F, kMR>(wr, blocks, xp.data() + i * pairs, pairs, xb.data() + i * blocks,
-                           out + i * ldo + j, ldo);
-    for (; i < m; ++i)
-      RowTimesRows<F, 1>(wr, blocks, xp.data() + i * pairs, pairs, xb.data() + i * blocks,
-                         out + i * ldo + j, ldo);
+  // Few rows (decode): 4 weight rows at once; else 4 activation rows per weight row.
+  const PairAct* xr = xp.data();
+  const ActBlock* br = xb.data();
+  for (int64_t i = 0; i < m;) {
+    const int64_t rows = m - i >= 4 ? 4 : 1;
+    int64_t j = 0;
+    if (rows == 4) {
+      for (; j < n; ++j)
+        RowsTimesRows<F, 4, 1>(w + j * ldw, ldw, blocks, xr + i * pairs, pairs, br + i * blocks,
+                               out + i * ldo + j, ldo);
+    } else {
+      for (; j + 4 <= n; j += 4)
+        RowsTimesRows<F, 1, 4>(w + j * ldw, ldw, blocks, xr + i * pairs, pairs, br + i * blocks,
+                               out + i * ldo + j, ldo);
+      for (; j < n; ++j)
+        RowsTimesRows<F, 1, 1>(w + j * ldw, ldw, blocks, xr + i * pairs, pairs, br + i * blocks,
+                               out + i * ldo + j, ldo);
+    }
+    i += rows;
   }
 #else
   for (int64_t i = 0; i < m; ++i)
@@ -243,6 +262,20 @@ void QMatmulAcc(Ctx&, O& o, const O& c, const A& a, const W& w) {
                 reinterpret_cast<const uint8_t*>(wc), ldw);
   o.vr = std::min<int64_t>(c.vr, a.vr);
   o.vc = std::min<int64_t>(c.vc, w.vr);
+}
+
+// o (R x K f32) = the values w's blocks store (kernels/quant.h Dequantize), valid blocks only.
+template <quant::Format F, typename O, typename W>
+void Dequantize(Ctx&, O& o, const W& w) {
+  constexpr int64_t kBytes = quant::BlockBytes(F);
+  o.vr = w.vr;
+  o.vc = w.vc / kBytes * quant::kBlock;
+  for (int64_t r = 0; r < w.vr; ++r) {
+    const uint8_t* row = reinterpret_cast<const uint8_t*>(&w.at(r, 0));
+    for (int64_t e = 0; e < o.vc; ++e)
+      o.at(r, e) = quant::Dequantize(F, row + e / quant::kBlock * kBytes,
+                                     static_cast<int>(e % quant::kBlock));
+  }
 }
 
 // QMatmulAcc into a K loop's accumulator whose tile.full the emitter deferred (MatmulAccOnFull).

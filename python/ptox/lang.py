@@ -655,6 +655,11 @@ def _attr(v):
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, str):  # the text form's strings: no escapes, so no quotes or backslashes
+        if '"' in v or "\\" in v or "\n" in v:
+            raise errors.CompileError(f"attribute strings cannot hold quotes, backslashes or "
+                                      f"newlines: {v!r}")
+        return f'"{v}"'
     return str(v)
 
 

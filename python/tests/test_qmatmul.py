@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ptox
+import ptox.lang as pl
 
 BLOCK_BYTES = {"q4_0": 18, "q4_1": 20, "q8_0": 34}
 TARGETS = [t for t in ptox.available_targets() if t != "interp"]
@@ -151,3 +152,38 @@ def test_mismatched_shapes_are_clear_errors(x, w, message):
 }}"""
     with pytest.raises(ptox.CompileError, match=message):
         ptox.parse(src)
+
+
+def test_from_the_python_language():
+    @ptox.jit
+    def proj(x: pl.In["M", 64, pl.f32], w: pl.In[5, 40, pl.i8]) -> pl.Out["M", 5, pl.f32]:
+        return pl.silu(pl.qmatmul(x, w, format="q4_1"))
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    w = weights("q4_1", 5, 64, rng)
+    y = program("q4_1", 5, 64)(x, w, target="interp")
+    np.testing.assert_allclose(proj(x, w, target="interp"), y / (1 + np.exp(-y)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(proj(x, w).view(np.uint32), proj(x, w, target="interp").view(np.uint32))
+
+
+@pytest.mark.parametrize("fmt", list(BLOCK_BYTES))
+def test_gather_dequantizes_rows_of_blocks(fmt):
+    """tensor.gather {format}: an embedding table of GGUF blocks, rows dequantized as gathered."""
+    rng = np.random.default_rng(4)
+    v, k = 50, 96
+    table = weights(fmt, v, k, rng)
+    prog = ptox.parse(f"""func @f(%t: in tensor<{v}x{k // 32 * BLOCK_BYTES[fmt]}xi8>, %ids: in tensor<{{T}}xi32>,
+                                  %y: out tensor<{{T}}x{k}xf32>) {{
+  %r = tensor.gather %t, %ids {{format = "{fmt}"}}
+  tensor.store %r, %y
+}}""")
+    ids = np.array([3, 0, 49, 3, 17], np.int32)
+    want = prog(table, ids, target="interp")
+    # d * q (+ m) each rounded to f32 once: the float64 values, rounded, are the same numbers.
+    np.testing.assert_array_equal(want, dequantize(fmt, table, k)[ids].astype(np.float32))
+    for target in TARGETS:
+        np.testing.assert_array_equal(prog(table, ids, target=target).view(np.uint32),
+                                      want.view(np.uint32), err_msg=target)
+        with pytest.raises(ptox.KernelError, match="id 50 at ids\\[0\\] is out of range"):
+            prog(table, np.array([50], np.int32), target=target)

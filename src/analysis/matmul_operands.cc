@@ -38,8 +38,10 @@ void Plan(const ir::Block& block, const UseMap& uses,
     ir::ForEachBody(s, [&](const ir::Block& b) { Plan(b, uses, out); });
     if (s.kind() != ir::StmtKind::kOp) continue;
     const auto& op = ir::As<ir::OpStmt>(s);
-    if (ir::FamilyOf(op.op()) != ir::OpFamily::kLoad || !IsFloat(op.result()->type.dtype()))
-      continue;
+    // Float operands, and tile.qmatmul_acc's i8 weight blocks (the only i8 matmul operand).
+    if (ir::FamilyOf(op.op()) != ir::OpFamily::kLoad) continue;
+    const DType dt = op.result()->type.dtype();
+    if (!IsFloat(dt) && dt != DType::kI8) continue;
     const auto it = uses.find(op.result().get());
     if (it == uses.end() || it->second.empty()) continue;
     size_t last = p;

@@ -137,6 +137,24 @@ RtValue EvalQMatmulAcc(const ir::OpStmt& op, const Env& env) {
   return Share(std::move(out));
 }
 
+// tile.dequantize: each row's blocks as the f32 values they store (valid blocks only).
+RtValue EvalDequantize(const ir::OpStmt& op, const Env& env) {
+  const Tile& w = env.GetTile(op.args()[0]);
+  const quant::Format f = ir::QuantFormat(op.attrs());
+  const int64_t bb = quant::BlockBytes(f);
+  Tile out = Tile::Make(w.rows, w.cols / bb * quant::kBlock, DType::kF32);
+  out.valid_rows = w.valid_rows;
+  out.valid_cols = w.valid_cols / bb * quant::kBlock;
+  std::vector<uint8_t> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.valid_rows; ++r) {
+    for (int64_t c = 0; c < w.cols; ++c) row[c] = static_cast<uint8_t>(w.I(r, c));
+    for (int64_t e = 0; e < out.valid_cols; ++e)
+      out.F(r, e) = quant::Dequantize(f, row.data() + e / quant::kBlock * bb,
+                                      static_cast<int>(e % quant::kBlock));
+  }
+  return Share(std::move(out));
+}
+
 RtValue EvalMatmul(const ir::OpStmt& op, const Env& env, bool acc) {
   const size_t first = acc ? 1 : 0;
   const Tile& a = env.GetTile(op.args()[first]);
@@ -166,6 +184,7 @@ RtValue EvalLayoutOp(const ir::OpStmt& op, const Env& env) {
     case ir::OpFamily::kExtract: return EvalExtract(op, env);
     case ir::OpFamily::kBroadcast: return EvalBroadcast(op, env.GetTile(op.args()[0]));
     case ir::OpFamily::kMatmul: return EvalMatmul(op, env, /*acc=*/false);
+    case ir::OpFamily::kDequantize: return EvalDequantize(op, env);
     case ir::OpFamily::kMatmulAcc:
       if (op.op() == ir::OpCode::kTileQMatmulAcc) return EvalQMatmulAcc(op, env);
       return EvalMatmul(op, env, /*acc=*/true);

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "interp/eval_tensor.h"
+#include "kernels/quant.h"
+#include "ops/type_rules.h"
 
 namespace ptox::interp {
 namespace {
@@ -100,6 +102,20 @@ Dense Gather(const ir::OpStmt& op, const Dense& table, const Dense& ids) {
         << " is out of range [0, " << rows << ") (the table has " << rows << " rows)";
   }
   std::vector<int64_t> shape = ids.shape;
+  if (op.attrs().count("format")) {  // rows of GGUF blocks, dequantized
+    const quant::Format f = ir::QuantFormat(op.attrs());
+    const int64_t bb = quant::BlockBytes(f), width = cols / bb * quant::kBlock;
+    shape.push_back(width);
+    Dense out = MakeDense(op, DType::kF32, shape);
+    std::vector<uint8_t> row(static_cast<size_t>(cols));
+    for (int64_t k = 0; k < ids.numel(); ++k) {
+      for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<uint8_t>(table.i[ids.i[k] * cols + c]);
+      for (int64_t e = 0; e < width; ++e)
+        out.f[k * width + e] = quant::Dequantize(f, row.data() + e / quant::kBlock * bb,
+                                                 static_cast<int>(e % quant::kBlock));
+    }
+    return out;
+  }
   shape.push_back(cols);
   Dense out = MakeDense(op, table.dtype, shape);
   for (int64_t k = 0; k < ids.numel(); ++k)

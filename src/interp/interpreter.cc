@@ -166,6 +166,7 @@ class Interpreter {
       case ir::OpFamily::kExtract:
       case ir::OpFamily::kBroadcast:
       case ir::OpFamily::kMatmul:
+      case ir::OpFamily::kDequantize:
       case ir::OpFamily::kMatmulAcc: r = EvalLayoutOp(op, env_); break;
       case ir::OpFamily::kScalarBinary:
       case ir::OpFamily::kScalarCompare:

@@ -15,7 +15,7 @@ enum class OpCode : uint16_t {
 enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
-  kMatmulAcc, kBroadcast, kExtract, kCausalMask, kScalarBinary, kScalarCompare, kScalarSelect,
+  kMatmulAcc, kBroadcast, kExtract, kCausalMask, kDequantize, kScalarBinary, kScalarCompare, kScalarSelect,
   kScalarCast, kAssert, kDim,
   // Tensor level.
   kTensorBinary, kTensorUnary, kTensorCast, kTensorCompare, kTensorSelect, kTensorCausalMask,

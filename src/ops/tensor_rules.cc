@@ -194,7 +194,7 @@ Type Select(const TensorChecker& c, const Type& cond, const Type& a) {
 }
 
 // tensor.gather %table, %ids: rows of a 2-D float table by i32 / i64 ids of any shape.
-Type Gather(const TensorChecker& c, const Type& table, const Type& ids) {
+Type Gather(const TensorChecker& c, const Type& table, const Type& ids, const Attrs& attrs) {
   PTOX_CHECK(table.rank() == 2, c.span())
       << "tensor.gather needs a 2-D table [rows, cols], got " << table.ToString();
   PTOX_CHECK(ids.dtype() == DType::kI32 || ids.dtype() == DType::kI64, c.span())
@@ -203,6 +203,16 @@ Type Gather(const TensorChecker& c, const Type& table, const Type& ids) {
       << "tensor.gather result would have rank " << ids.rank() + 1 << " (at most " << kMaxTensorRank
       << ")";
   std::vector<Dim> shape = ids.shape();
+  if (attrs.count("format")) {  // rows of GGUF blocks, dequantized
+    const int64_t bb = QuantBlockBytes(attrs);
+    const Dim& bytes = table.shape()[1];
+    PTOX_CHECK(table.dtype() == DType::kI8 && bytes.is_static() && bytes.size % bb == 0, c.span())
+        << "tensor.gather {format = \"" << quant::FormatName(QuantFormat(attrs))
+        << "\"} needs a table of i8 rows of whole " << bb << "-byte blocks, got "
+        << table.ToString();
+    shape.push_back(Dim::Static(bytes.size / bb * quant::kBlock));
+    return Type::Tensor(shape, DType::kF32);
+  }
   shape.push_back(table.shape()[1]);
   return Type::Tensor(shape, table.dtype());
 }
@@ -436,7 +446,9 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
     }
     case OpFamily::kTensorReduce: c.Arity(1, 1); return Reduce(c, op, c.Tensor(0), attrs);
     case OpFamily::kTensorArgmax: c.Arity(1, 1); return Argmax(c, c.Tensor(0), attrs);
-    case OpFamily::kTensorGather: c.Arity(2, 2); return Gather(c, c.Tensor(0), c.AnyTensor(1));
+    case OpFamily::kTensorGather:
+      c.Arity(2, 2);
+      return Gather(c, attrs.count("format") ? c.AnyTensor(0) : c.Tensor(0), c.AnyTensor(1), attrs);
     case OpFamily::kTensorMatmul:
       c.Arity(2, 2);
       if (op == OpCode::kTensorQMatmul) return QMatmul(c, c.Tensor(0), c.AnyTensor(1), attrs);

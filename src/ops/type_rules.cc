@@ -479,7 +479,8 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
     if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
     if (name == "format") {
       quant::Format q;
-      ok = (op == OpCode::kTileQMatmulAcc || op == OpCode::kTensorQMatmul) &&
+      ok = (op == OpCode::kTileQMatmulAcc || op == OpCode::kTensorQMatmul ||
+            op == OpCode::kTileDequantize || op == OpCode::kTensorGather) &&
            std::holds_alternative<std::string>(value) &&
            quant::ParseFormat(std::get<std::string>(value).c_str(), &q);
     }
@@ -538,6 +539,17 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
     case OpFamily::kRowArgmax:
     case OpFamily::kRowExpand:
     case OpFamily::kColExpand: return ReductionType(c, op, args, attrs, declared);
+    case OpFamily::kDequantize: {
+      c.Arity(1);
+      const Type& w = c.Tile(0);
+      PTOX_CHECK(attrs.count("format"), c.span())
+          << "tile.dequantize needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
+      const int64_t bb = QuantBlockBytes(attrs);
+      PTOX_CHECK(w.dtype() == DType::kI8 && w.cols() % bb == 0, c.span())
+          << "tile.dequantize needs i8 rows of whole " << bb << "-byte blocks, got "
+          << w.ToString();
+      return Type::Tile(w.rows(), w.cols() / bb * quant::kBlock, DType::kF32);
+    }
     case OpFamily::kTranspose:
     case OpFamily::kReshape:
     case OpFamily::kSlice:

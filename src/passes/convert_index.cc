@@ -162,6 +162,16 @@ void GatherRow(BlockWriter& w, const ir::OpStmt& op, const ir::Value& ids_tile,
                  "id {} at ids[" + holes + "] is out of range [0, {}) (the table has {} rows)",
                  values);
   if (!dst) return;
+  if (op.attrs().count("format")) {  // the row's blocks, whole, dequantized
+    const int64_t bytes = table->type.shape()[1].size;
+    ir::Value row = LoadTile(w, table, {at, Int(0)}, 1, bytes);
+    ir::Attrs attrs = {{"format", op.attrs().at("format")}};
+    ir::Value values = w.Op(OpCode::kTileDequantize, {row}, attrs, {}, "row");
+    std::vector<ir::Operand> to = where;
+    to.push_back(Int(0));
+    StoreTile(w, values, dst, to);
+    return;
+  }
   auto copy = [&](const ir::Operand& c, BlockWriter& b) {
     std::vector<ir::Operand> to = where;
     to.push_back(c);

@@ -92,6 +92,7 @@ bool MayTrap(const ir::OpStmt& op) {
     case ir::OpFamily::kTranspose:
     case ir::OpFamily::kMatmul:
     case ir::OpFamily::kMatmulAcc:
+    case ir::OpFamily::kDequantize:
     case ir::OpFamily::kScalarCompare:
     case ir::OpFamily::kScalarSelect:
     case ir::OpFamily::kDim: return false;

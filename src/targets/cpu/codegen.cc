@@ -485,6 +485,13 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
       return fmt::format("pc::{}<{}>(ctx, {}, {}, {})",
                          family == ir::OpFamily::kRowReduce ? "RowReduce" : "ColReduce", functor, r,
                          Operand(a[0]), where);
+    case ir::OpFamily::kDequantize: {
+      static const char* const kFormats[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
+      uses_matmul_ = true;  // kernels/cpu/qmatmul.h
+      return fmt::format("pc::Dequantize<ptox::quant::Format::{}>(ctx, {}, {})",
+                         kFormats[static_cast<int>(ir::QuantFormat(op.attrs()))], r,
+                         Operand(a[0]));
+    }
     case ir::OpFamily::kRowArgmax:
       uses_reduce_ = true;
       return fmt::format("pc::RowArgmax(ctx, {}, {}, {})", r, Operand(a[0]), where);
