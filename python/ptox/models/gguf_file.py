@@ -2,15 +2,32 @@
 package: it memory-maps the file and dequantizes with numpy, the reference definition of each
 block format. Every tensor is checked against the file and the architecture before use.
 
-Quantized tensors (Q8_0, Q4_0, Q4_1) and f16 / bf16 ones are dequantized to f32 at load (exact
-per the format's definition: one f32 product and sum per element, as ggml computes it) and
-stacked per layer — a copy the next issue removes with kernels that read the blocks in place."""
+With `blocks=True` (what `ptox.models.load` does) the projections and the token embedding /
+LM head stay in their block format when it is one ptox computes on (Q8_0, Q4_0, Q4_1: `Blocks`,
+read by `tensor.qmatmul` / a quantized `tensor.gather`): the projections' bytes are stacked per
+layer (one copy of the quantized bytes, ~0.6 B per weight for Q4_1), the embedding is read where
+the file maps it. The projections share one format or are all dequantized. Everything else,
+and every tensor with blocks=False, is dequantized to f32 at load (exact per the format's
+definition: one f32 product and sum per element, as ggml computes it) and stacked per layer."""
+
+import dataclasses
 
 import numpy as np
 
 from .config import Config, ModelError
 
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+BLOCK_FORMATS = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> ptox format
+_PROJECTIONS = ("wq", "wk", "wv", "wo", "wg", "wu", "wd")
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocks:
+    """A weight kept as GGUF blocks: `data` int8 [..., rows, bytes per row] (a row's K values
+    as K/32 blocks), `format` the ptox name ("q4_1"), `shape` the values' shape [..., rows, K]."""
+    data: np.ndarray
+    format: str
+    shape: tuple
 
 # ptox weight name -> the GGUF tensor name of layer {i} (or of the whole model).
 _LAYER = {"attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
@@ -77,9 +94,8 @@ def _unpermute(w, n_heads):
     return w.reshape(n_heads, hd // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
 
 
-def _dequantized(tensor, path, expect):
-    """The tensor as f32 of shape `expect` (HF layout), after checking its type, shape and
-    bytes against the file."""
+def _checked(tensor, path, expect):
+    """The tensor's type name and shape after checking them and its bytes against the file."""
     import gguf
     kind = tensor.tensor_type.name
     if kind not in SUPPORTED_TYPES:
@@ -94,6 +110,26 @@ def _dequantized(tensor, path, expect):
     if n % block or tensor.data.nbytes != n // block * size:
         raise ModelError(f"{path}: tensor {tensor.name} holds {tensor.data.nbytes} bytes, its "
                          f"type and shape need {n // block * size} (truncated or corrupt file)")
+    return kind, shape
+
+
+def _blocks(tensor, path, expect):
+    """The tensor's blocks as int8 [rows, bytes per row] (the file's memory, no copy), after the
+    checks of _checked and of every block's f16 scale (and q4_1 offset): finite."""
+    kind, shape = _checked(tensor, path, expect)
+    rows = int(np.prod(shape[:-1]))
+    data = np.asarray(tensor.data).view(np.int8).reshape(rows, -1)
+    size = {"Q8_0": 34, "Q4_0": 18, "Q4_1": 20}[kind]
+    heads = data.reshape(rows, -1, size)[:, :, :4 if kind == "Q4_1" else 2]
+    if not np.isfinite(np.ascontiguousarray(heads).view(np.float16)).all():
+        raise ModelError(f"{path}: tensor {tensor.name} has NaN or Inf block scales")
+    return data
+
+
+def _dequantized(tensor, path, expect):
+    """The tensor as f32 of shape `expect` (HF layout), after the checks of _checked."""
+    import gguf
+    _, shape = _checked(tensor, path, expect)
     try:
         w = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
     except Exception as e:  # noqa: BLE001
@@ -104,33 +140,51 @@ def _dequantized(tensor, path, expect):
     return w
 
 
-def load(path, progress=None):
-    """(config, weights by ptox name as f32 arrays, reader) of a GGUF file."""
+def load(path, progress=None, blocks=False):
+    """(config, weights by ptox name, reader) of a GGUF file: f32 arrays, and with blocks=True
+    `Blocks` where the file's format is one ptox computes on (see the module's docstring)."""
     reader = _open(path)
     cfg = config_of(reader, path)
     tensors = {t.name: t for t in reader.tensors}
     shapes = cfg.weight_shapes()
     weights = {}
 
-    def get(gguf_name, expect):
+    def tensor(gguf_name):
         t = tensors.get(gguf_name)
         if t is None:
             raise ModelError(f"{path}: tensor {gguf_name} is missing")
-        return _dequantized(t, path, expect)
+        return t
+
+    def kind(gguf_name):
+        return tensor(gguf_name).tensor_type.name
+
+    # The projections stay blocks when every one has the same block format.
+    kinds = {kind(f"blk.{i}.{_LAYER[n]}.weight") for n in _PROJECTIONS for i in range(cfg.n_layers)}
+    keep = blocks and len(kinds) == 1 and next(iter(kinds)) in BLOCK_FORMATS
 
     for name, gname in _GLOBAL.items():
-        if name in shapes:
-            weights[name] = get(f"{gname}.weight", shapes[name])
+        if name not in shapes:
+            continue
+        t = tensor(f"{gname}.weight")
+        if blocks and name in ("embed", "lm_head") and t.tensor_type.name in BLOCK_FORMATS:
+            weights[name] = Blocks(_blocks(t, path, shapes[name]),
+                                   BLOCK_FORMATS[t.tensor_type.name], shapes[name])
+        else:
+            weights[name] = _dequantized(t, path, shapes[name])
     for name, gname in _LAYER.items():
         if name not in shapes:
             continue
-        stacked = np.empty(shapes[name], np.float32)
+        layers = []
         for i in range(cfg.n_layers):
-            w = get(f"blk.{i}.{gname}.weight", shapes[name][1:])
-            if cfg.arch == "llama" and name in ("wq", "wk"):
+            t = tensor(f"blk.{i}.{gname}.weight")
+            w = (_blocks if keep and name in _PROJECTIONS else _dequantized)(t, path,
+                                                                              shapes[name][1:])
+            if cfg.arch == "llama" and name in ("wq", "wk"):  # rows: blocks permute like values
                 w = _unpermute(w, cfg.n_heads if name == "wq" else cfg.n_kv_heads)
-            stacked[i] = w
-        weights[name] = stacked
+            layers.append(w)
+        stacked = np.stack(layers)
+        weights[name] = (Blocks(stacked, BLOCK_FORMATS[next(iter(kinds))], shapes[name])
+                         if keep and name in _PROJECTIONS else stacked)
         if progress:
             progress(name)
     return cfg, weights, reader

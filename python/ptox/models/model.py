@@ -7,6 +7,7 @@ import numpy as np
 
 from . import decoder
 from .config import ModelError
+from .gguf_file import Blocks
 
 
 def rope_tables(cfg, length):
@@ -31,10 +32,15 @@ class Model:
         w.setdefault("lm_head", w["embed"])
         for k in ("q_norm", "k_norm"):  # llama: no q / k norm (the step skips them)
             w.setdefault(k, np.ones((cfg.n_layers, cfg.head_dim), np.float32))
+        # GGUF blocks computed on in place: the formats the step programs are compiled for.
+        self.formats = {k: w[k].format for k in ("embed", "lm_head") if isinstance(w[k], Blocks)}
+        if isinstance(w["wq"], Blocks):
+            self.formats["w"] = w["wq"].format
         # The step takes each stacked matrix as [L * out, in] and vector as [L * n]: the same
         # memory, a layer a slice.
-        self._weights = [w[k].reshape(-1, *w[k].shape[2:]) if k in decoder.PER_LAYER else w[k]
-                         for k in decoder.WEIGHTS]
+        arrays = {k: w[k].data if isinstance(w[k], Blocks) else w[k] for k in decoder.WEIGHTS}
+        self._weights = [arrays[k].reshape(-1, *arrays[k].shape[2:]) if k in decoder.PER_LAYER
+                         else arrays[k] for k in decoder.WEIGHTS]
         self._cos, self._sin = rope_tables(cfg, self.context)
         shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)
         self.kcache, self.vcache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
@@ -45,7 +51,7 @@ class Model:
         key = (decode, all_logits)
         if key not in self._steps:
             step = decoder.compile_step(self.cfg, decode, all_logits, self.target,
-                                        self.threads)
+                                        self.threads, self.formats)
             step.constant_inputs = decoder.WEIGHTS  # matmuls keep their packed weight blocks
             self._steps[key] = step
         return self._steps[key]

@@ -267,10 +267,31 @@ TEST(ParserRoundTrip, IncoreAttributes) {
 TEST(ParserRoundTrip, TwoFunctionsAndEmptyParams) { ExpectRoundTrip(kTwoFunctions); }
 TEST(ParserRoundTrip, EmptyModule) { EXPECT_TRUE(Parse("", "empty.pto").funcs.empty()); }
 
+// GGUF weight blocks (kernels/quant.h): 64 values of q4_1 are 2 blocks of 20 bytes.
+const char kQuantized[] =
+    "func @quantized(%x: in tensor<{T}x64xf32>, %w: in tensor<8x40xi8>, %ids: in tensor<{T}xi32>, "
+    "%y: out tensor<{T}x8xf32>, %e: out tensor<{T}x64xf32>) {\n"
+    "  %q = tensor.qmatmul %x, %w {format = \"q4_1\"}\n"
+    "  %g = tensor.gather %w, %ids {format = \"q4_1\"}\n"
+    "  incore {\n"
+    "    %a = tile.load %x[0, 0] : tile<4x64xf32>\n"
+    "    %b = tile.load %w[0, 0] : tile<8x40xi8>\n"
+    "    %z = tile.full 0.0 : tile<4x8xf32>\n"
+    "    %c = tile.qmatmul_acc %z, %a, %b {format = \"q4_1\"}\n"
+    "    %d = tile.dequantize %b {format = \"q4_1\"}\n"
+    "    tile.store %c, %y[0, 0]\n"
+    "    tile.store %d, %e[0, 0]\n"
+    "  }\n"
+    "  tensor.store %q, %y\n"
+    "  tensor.store %g, %e\n"
+    "}\n";
+
+TEST(ParserRoundTrip, Quantized) { ExpectRoundTrip(kQuantized); }
+
 TEST(ParserRoundTrip, CoversEveryOpInOpsDef) {
   std::set<OpCode> seen;
   for (const char* text :
-       {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp, kMasksAndIndices}) {
+       {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp, kMasksAndIndices, kQuantized}) {
     Module m = Parse(text);
     for (const FuncRef& f : m.funcs) CollectOps(f->body, seen);
   }
