@@ -116,7 +116,18 @@ def test_smollm2_blocks_in_place(smollm2_blocks):
     # No f32 copy of a projection or the embedding: int8 arrays, ~0.6 B per weight.
     assert all(w.dtype in (np.int8, np.float32) for w in m._weights)
     assert sum(w.nbytes for w in {id(w): w for w in m._weights}.values()) < 110e6  # tied: once
-    assert "Paris" in m.generate("What is the capital of France?", chat=True, max_tokens=12)
+    # llama.cpp (llama-cpp-python 0.3.36, 1 thread, greedy) on the same file and chat prompt:
+    # "L'Étoile, la Cité, la Nation, ..." — Q4_1 weights with int8 activations lose "Paris",
+    # which the f32 path gives. ptox's blocks path agrees with it for 7 tokens, then rounds
+    # differently (its kernels order their sums differently from ggml's).
+    llama_cpp = [60, 23, 39614, 1141, 552, 28, 2618]
+    ids = m.tokenizer.encode(m.tokenizer.chat([{"role": "user",
+                                                "content": "What is the capital of France?"}]))
+    m.reset()
+    out = [int(m.prefill(ids)[-1].argmax())]
+    while len(out) < len(llama_cpp):
+        out.append(int(m.decode(out[-1])[0].argmax()))
+    assert out == llama_cpp
 
 
 @pytest.mark.parametrize("case", FIXTURE["cases"], ids=lambda c: c["prompt"][:16])
