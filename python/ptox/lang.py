@@ -278,8 +278,8 @@ class _Builder(ast.NodeVisitor):
         out = [str(self.env[n]) for n in carried]
         for n in _assigned(stmts):
             if n in saved and n not in carried:
-                node = next(t for st in stmts if isinstance(st, ast.Assign) for t in st.targets
-                            if isinstance(t, ast.Name) and t.id == n)
+                node = next(t for st in stmts for a in ast.walk(st) if isinstance(a, ast.Assign)
+                            for t in a.targets if isinstance(t, ast.Name) and t.id == n)
                 self.fail(node, f"'{n}' is defined before this block and assigned in it: only a "
                                 "pl.range loop carries values out (an if or incore body cannot)")
         self.env = saved
@@ -640,13 +640,26 @@ class _Builder(ast.NodeVisitor):
 
 
 def _assigned(stmts):
-    """The names the statements of a block assign (not those of blocks nested in it)."""
+    """The names the statements of a block assign, with those assigned in the ifs and loops
+    nested in it: an if (compiled or, over a constant, inlined) rebinds the names its arms
+    assign, a loop the names it carries, so for the block they are assigned too (a loop that
+    missed one assigned in a nested if did not carry it: the value was silently dropped)."""
     names = []
+
+    def add(n):
+        if n not in names:
+            names.append(n)
     for s in stmts:
         if isinstance(s, ast.Assign):
             for t in s.targets:
-                if isinstance(t, ast.Name) and t.id not in names:
-                    names.append(t.id)
+                if isinstance(t, ast.Name):
+                    add(t.id)
+        elif isinstance(s, ast.If):
+            for n in _assigned(s.body) + _assigned(s.orelse):
+                add(n)
+        elif isinstance(s, ast.For):
+            for n in _assigned(s.body):
+                add(n)
     return names
 
 

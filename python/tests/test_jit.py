@@ -306,3 +306,48 @@ def test_each_expression_is_translated_once():
     e = np.exp(z - z.max(-1, keepdims=True))
     np.testing.assert_allclose(nested(a, b, check=True), a + e / e.sum(-1, keepdims=True),
                                rtol=1e-5, atol=1e-6)
+
+
+def carried_through_ifs(x: pl.In[4, 8, pl.f32], n: pl.index) -> pl.Out[4, 8, pl.f32]:
+    y = x
+    for i in pl.range(0, 3):
+        h = y * 3.0
+        if FIRST:  # noqa: F821 - a constant: the arm is inlined
+            y = y + h
+        else:
+            y = y - h
+        if i > n:  # at run time: an if with results
+            y = y * 0.5
+        for _ in pl.range(0, 2):  # a nested loop carrying the outer loop's value
+            y = y + 1.0
+    return y
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_loops_carry_names_assigned_in_nested_ifs_and_loops(first):
+    """A name assigned only inside an if (constant or not) or a nested loop of a loop body is
+    carried by the loop: before, it was not, and each trip started from the value before the
+    loop (a silently wrong result: the decoder's layers did nothing)."""
+    f = ptox.jit(carried_through_ifs, constants={"FIRST": first})
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    for n in (0, 1, 5):
+        want = x.copy()
+        for i in range(3):
+            want = want + want * np.float32(3) if first else want - want * np.float32(3)
+            if i > n:
+                want = want * np.float32(0.5)
+            want = want + np.float32(2)
+        for target in ("interp", "cpu"):
+            np.testing.assert_array_equal(f(x, n, target=target), want, err_msg=f"{target} {n}")
+
+
+def test_an_incore_body_cannot_assign_an_outer_name_in_a_nested_if():
+    def f(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32], n: pl.index):
+        s = pl.cast(n, dtype=pl.f32)
+        with pl.incore():
+            if n > 0:
+                s = s * 2.0
+            pl.store(pl.load(x, [0, 0], shape=(8, 16)) * s, y, [0, 0])
+
+    with pytest.raises(ptox.CompileError, match="'s' is defined before this block"):
+        ptox.jit(f)
