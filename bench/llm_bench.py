@@ -1,14 +1,21 @@
-"""Language-model benchmark (issue 18's targets): decode and prefill tokens/s of ptox.models next
-to transformers eager (torch) on the same weights, and the bandwidth bound, in one run.
+"""Language-model benchmark: decode and prefill tokens/s of ptox.models next to transformers eager
+(torch) on the same f32 weights, and of ptox's GGUF-blocks path next to llama.cpp on the same
+GGUF file, with the bandwidth and compute bounds, in one run.
 
     .venv/bin/python bench/llm_bench.py [--model PATH] [--threads 1,2] [--json llm_bench.json]
 
+Implementations: "ptox" (the file's weights dequantized to f32 at load, transformers'
+numerics), "transformers" (AutoModelForCausalLM with gguf_file=, f32, eager attention,
+torch.set_num_threads) when torch is installed, "ptox-blocks" (Q8_0 / Q4_0 / Q4_1 blocks read in
+place, int8 activations) and "llama.cpp" (llama-cpp-python, in a subprocess with
+OMP_WAIT_POLICY=PASSIVE: its 2-thread runs spin otherwise; both from scripts/setup.sh --bench)
+when it is installed.
+
 Rows: decode tokens/s at contexts 16, 512 and 2048 (the step's time with that many positions in
 the KV cache, median of --reps steps), prefill tokens/s at T = 16, 128 and 512, for each thread
-count; the same for transformers (AutoModelForCausalLM with gguf_file=, f32, eager attention,
-torch.set_num_threads) when it is installed (scripts/setup.sh --bench); the read bandwidth
-measured in the same run (ptox._core.bandwidth) and the decode bound it gives (bytes read per
-token / bandwidth); the f32 FMA peak (ptox._core.fma_peak) and the prefill bound it gives (the
+count and implementation; the read bandwidth measured in the same run (ptox._core.bandwidth)
+and the decode bounds it gives (bytes read per token / bandwidth, for f32 weights and for the
+file's blocks); the f32 FMA peak (ptox._core.fma_peak) and the prefill bound it gives (the
 least floating-point work per token / peak); and the runtime overhead of a decode step: the same
 program with every shape shrunk to 1 (30 layers of width 2), as a share of the real step. Writes JSON, a markdown table
 (stdout) and a PNG plot when matplotlib is importable."""
@@ -18,6 +25,7 @@ import dataclasses
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -45,7 +53,7 @@ def median_s(fn, reps, warm=1):
     return statistics.median(times), min(times), max(times)
 
 
-def ptox_rows(model, threads, reps):
+def ptox_rows(model, threads, reps, impl="ptox"):
     model.threads = threads
     rows = []
     rng = np.random.default_rng(0)
@@ -54,7 +62,7 @@ def ptox_rows(model, threads, reps):
             model.position = ctx - 1  # the step attends over ctx positions
             model.decode(int(rng.integers(model.cfg.vocab)))
         med, lo, hi = median_s(step, reps)
-        rows.append(dict(impl="ptox", kind="decode", size=ctx, threads=threads,
+        rows.append(dict(impl=impl, kind="decode", size=ctx, threads=threads,
                          tok_s=1 / med, tok_s_min=1 / hi, tok_s_max=1 / lo))
     for t in PREFILLS:
         ids = rng.integers(model.cfg.vocab, size=t)
@@ -66,7 +74,53 @@ def ptox_rows(model, threads, reps):
         # reaches its steady state (glibc raises its mmap threshold as big buffers are freed,
         # and page faults stop) only after a few runs of the same sizes.
         med, lo, hi = median_s(run, max(5, reps // 2), warm=3)
-        rows.append(dict(impl="ptox", kind="prefill", size=t, threads=threads,
+        rows.append(dict(impl=impl, kind="prefill", size=t, threads=threads,
+                         tok_s=t / med, tok_s_min=t / hi, tok_s_max=t / lo))
+    return rows
+
+
+def llama_cpp_rows(path, threads, reps):
+    """llama.cpp's rows, measured in a subprocess with OMP_WAIT_POLICY=PASSIVE (set before
+    llama.cpp loads; torch, in this process, keeps its default)."""
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    r = subprocess.run([sys.executable, __file__, "--llama-cpp-worker", "--model", path,
+                        "--threads", str(threads), "--reps", str(reps)],
+                       env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"llama.cpp: not measured ({r.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
+        return []
+    return json.loads(r.stdout)
+
+
+def llama_cpp_worker(path, threads, reps):
+    """The same rows as ptox_rows, from llama-cpp-python on the same GGUF file."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return []
+    llm = Llama(model_path=path, n_ctx=max(CONTEXTS) + max(PREFILLS), n_batch=max(PREFILLS),
+                n_threads=threads, n_threads_batch=threads, verbose=False)
+    vocab = llm.n_vocab()
+    rng = np.random.default_rng(0)
+    rows = []
+    for ctx in CONTEXTS:
+        llm.reset()
+        llm.eval([int(i) for i in rng.integers(vocab, size=ctx - 1)])
+
+        def step():
+            llm.n_tokens = ctx - 1  # eval drops the cache past n_tokens: ctx positions again
+            llm.eval([int(rng.integers(vocab))])
+        med, lo, hi = median_s(step, reps)
+        rows.append(dict(impl="llama.cpp", kind="decode", size=ctx, threads=threads,
+                         tok_s=1 / med, tok_s_min=1 / hi, tok_s_max=1 / lo))
+    for t in PREFILLS:
+        ids = [int(i) for i in rng.integers(vocab, size=t)]
+
+        def run():
+            llm.reset()
+            llm.eval(ids)
+        med, lo, hi = median_s(run, max(5, reps // 2), warm=3)
+        rows.append(dict(impl="llama.cpp", kind="prefill", size=t, threads=threads,
                          tok_s=t / med, tok_s_min=t / hi, tok_s_max=t / lo))
     return rows
 
@@ -105,14 +159,17 @@ def transformers_rows(path, threads, reps):
     return rows
 
 
-def decode_bytes(cfg, ctx):
-    """Bytes a decode step must read: every f32 weight except the embedding table (one row of
-    it, unless it is also the LM head), and the KV cache of ctx positions."""
-    shapes = cfg.weight_shapes()
-    n = sum(int(np.prod(s)) for k, s in shapes.items() if k != "embed")
-    n += cfg.vocab * cfg.d_model if cfg.tied else cfg.d_model
-    n += 2 * cfg.n_layers * cfg.n_kv_heads * ctx * cfg.head_dim
-    return 4 * n
+def decode_bytes(model, ctx):
+    """Bytes a decode step must read: every weight as the model holds it (f32 or blocks) except
+    the embedding table (one row of it, unless it is also the LM head), and the f32 KV cache of
+    ctx positions."""
+    cfg = model.cfg
+    names = [k for k in models.decoder.WEIGHTS if k != "embed"]
+    held = {id(a): a.nbytes for k, a in zip(models.decoder.WEIGHTS, model._weights)
+            if k in names and (k not in ("q_norm", "k_norm") or cfg.qk_norm)}
+    embed_row = model._weights[models.decoder.WEIGHTS.index("embed")]
+    n = sum(held.values()) + (0 if cfg.tied else embed_row.nbytes // cfg.vocab)
+    return n + 4 * 2 * cfg.n_layers * cfg.n_kv_heads * ctx * cfg.head_dim
 
 
 def prefill_flops(cfg, t):
@@ -146,9 +203,15 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", default="llm_bench.json")
+    ap.add_argument("--llama-cpp-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     path = args.model or models.default_model_path()
-    model = models.load(path, context=max(CONTEXTS) + max(PREFILLS))
+    if args.llama_cpp_worker:
+        print(json.dumps(llama_cpp_worker(path, int(args.threads), args.reps)))
+        return 0
+    context = max(CONTEXTS) + max(PREFILLS)
+    model = models.load(path, context=context, dequantize=True)
+    blocks = models.load(path, context=context) if path.endswith(".gguf") else None
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):
         read = ptox._core.bandwidth("read", threads, 768 << 20, 5)
@@ -162,7 +225,13 @@ def main():
                              tok_s=peak * 1e9 / prefill_flops(model.cfg, t)))
         for ctx in CONTEXTS:
             rows.append(dict(impl="bound", kind="decode", size=ctx, threads=threads,
-                             tok_s=read[0] * 1e9 / decode_bytes(model.cfg, ctx)))
+                             tok_s=read[0] * 1e9 / decode_bytes(model, ctx)))
+            if blocks is not None and blocks.formats:
+                rows.append(dict(impl="bound-blocks", kind="decode", size=ctx, threads=threads,
+                                 tok_s=read[0] * 1e9 / decode_bytes(blocks, ctx)))
+        if blocks is not None:
+            rows += ptox_rows(blocks, threads, args.reps, impl="ptox-blocks")
+            rows += llama_cpp_rows(path, threads, args.reps)
         ours = ptox_rows(model, threads, args.reps)
         # Before transformers: torch's OpenMP threads spin for a while after its last call and
         # took a core from the 2-thread overhead measurement (2.8 ms measured there, 1.1 alone).
@@ -171,23 +240,32 @@ def main():
     report(rows, args.json)
 
 
+def table(rows, ours, theirs, bound):
+    """Markdown rows of `ours` next to `theirs` and the bound, per kind, size and threads."""
+    print(f"| kind | size | threads | {ours} tok/s | {theirs} tok/s | {ours} / {theirs} | "
+          f"{bound} tok/s |\n|---|---|---|---|---|---|---|")
+    get = {(r["impl"], r["kind"], r["size"], r["threads"]): r for r in rows}
+    for r in rows:
+        if r["impl"] != ours or r["kind"] == "overhead":
+            continue
+        key = (r["kind"], r["size"], r["threads"])
+        other, b = get.get((theirs,) + key), get.get((bound,) + key)
+        mine = f"{r['tok_s']:.1f} [{r['tok_s_min']:.1f}, {r['tok_s_max']:.1f}]"
+        versus = (f"{other['tok_s']:.1f} | {r['tok_s'] / other['tok_s']:.2f}x" if other
+                  else "- | -")
+        print(f"| {r['kind']} | {r['size']} | {r['threads']} | {mine} | {versus} | "
+              f"{b['tok_s']:.1f} |" if b else f"| {r['kind']} | {r['size']} | {r['threads']} | "
+              f"{mine} | {versus} | - |")
+
+
 def report(rows, json_path):
     with open(json_path, "w") as f:
         json.dump({"ptox": ptox.__version__, "rows": rows}, f, indent=1)
-    print("| kind | size | threads | ptox tok/s | transformers tok/s | ptox / transformers | "
-          "bound tok/s |\n|---|---|---|---|---|---|---|")
-    get = {(r["impl"], r["kind"], r["size"], r["threads"]): r for r in rows}
-    for r in rows:
-        if r["impl"] != "ptox" or r["kind"] == "overhead":
-            continue
-        key = (r["kind"], r["size"], r["threads"])
-        hf = get.get(("transformers",) + key)
-        bound = get.get(("bound",) + key)
-        print(f"| {r['kind']} | {r['size']} | {r['threads']} | {r['tok_s']:.1f} "
-              f"[{r['tok_s_min']:.1f}, {r['tok_s_max']:.1f}] | "
-              f"{hf['tok_s']:.1f} | {r['tok_s'] / hf['tok_s']:.2f}x | " if hf else
-              f"| {r['kind']} | {r['size']} | {r['threads']} | {r['tok_s']:.1f} | - | - | ", end="")
-        print(f"{bound['tok_s']:.1f} |" if bound else "- |")
+    print("f32 weights (transformers' numerics):\n")
+    table(rows, "ptox", "transformers", "bound")
+    if any(r["impl"] == "ptox-blocks" for r in rows):
+        print("\nthe GGUF file's blocks in place (llama.cpp's numerics; bound: their bytes):\n")
+        table(rows, "ptox-blocks", "llama.cpp", "bound-blocks")
     for r in rows:
         if r["kind"] == "overhead":
             print(f"\nruntime overhead of a decode step, {r['threads']} thread(s): "
@@ -204,7 +282,7 @@ def report(rows, json_path):
         return
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, kind in zip(axes, ("decode", "prefill")):
-        for impl in ("ptox", "transformers", "bound"):
+        for impl in ("ptox", "transformers", "bound", "ptox-blocks", "llama.cpp", "bound-blocks"):
             for threads in sorted({r["threads"] for r in rows}):
                 pts = [(r["size"], r["tok_s"]) for r in rows if r["impl"] == impl and
                        r["kind"] == kind and r["threads"] == threads]

@@ -101,6 +101,10 @@ inline void RowsTimesRows(const uint8_t* w, int64_t ldw, int64_t blocks, const P
   for (int64_t p = 0; p < pairs; ++p) {
     const bool odd = 2 * p + 1 < blocks;
     for (int c = 0; c < kCols; ++c) {
+      // The next group of rows, at this position: rows of a few hundred bytes are too short
+      // for the hardware prefetcher to find them (a 49152 x 576 q8_0 LM head: 4.4 -> 3.2 ms).
+      _mm_prefetch(reinterpret_cast<const char*>(w + (c + kCols) * ldw + 2 * p * kBytes),
+                   _MM_HINT_T0);
       __m512i u;
       __m512 dw;
       __mmask64 neg;
@@ -235,6 +239,7 @@ inline void RowsTimesRow(const uint8_t* w, int64_t ldw, int64_t blocks, const Ha
     for (int c = 0; c < kCols; ++c) {
       const uint8_t* w0 = w + c * ldw + 2 * p * kBytes;
       const uint8_t* w1 = w0 + kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(w0 + kCols * ldw), _MM_HINT_T0);
       int32_t h0, h1 = 0;  // d (and q4_1's m) of each block, converted exactly by F16C
       std::memcpy(&h0, w0, 4);
       if (odd) std::memcpy(&h1, w1, 4);
