@@ -280,18 +280,26 @@ def report(rows, json_path):
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, kind in zip(axes, ("decode", "prefill")):
-        for impl in ("ptox", "transformers", "bound", "ptox-blocks", "llama.cpp", "bound-blocks"):
-            for threads in sorted({r["threads"] for r in rows}):
-                pts = [(r["size"], r["tok_s"]) for r in rows if r["impl"] == impl and
-                       r["kind"] == kind and r["threads"] == threads]
-                if pts:
-                    ax.plot(*zip(*pts), marker="o", label=f"{impl}, {threads} thr")
-        ax.set_xscale("log")
-        ax.set_title(f"{kind} tokens/s")
-        ax.set_xlabel("context" if kind == "decode" else "prompt tokens")
-        ax.legend(fontsize=7)
+    panels = [("f32 weights", ("ptox", "transformers", "bound")),
+              ("GGUF blocks", ("ptox-blocks", "llama.cpp", "bound-blocks"))]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for row, (title, impls) in zip(axes, panels):
+        for ax, kind in zip(row, ("decode", "prefill")):
+            for color, impl in zip(("C0", "C1", "C7"), impls):
+                for threads in sorted({r["threads"] for r in rows}):
+                    pts = [(r["size"], r["tok_s"]) for r in rows if r["impl"] == impl and
+                           r["kind"] == kind and r["threads"] == threads]
+                    if pts:  # solid: 1 thread, dashed: 2
+                        ax.plot(*zip(*pts), marker="o", color=color,
+                                linestyle="-" if threads == 1 else "--",
+                                label=f"{impl}, {threads} thr")
+            sizes = CONTEXTS if kind == "decode" else PREFILLS
+            ax.set_xscale("log")
+            ax.set_xticks(sizes, [str(x) for x in sizes])
+            ax.minorticks_off()
+            ax.set_title(f"{title}: {kind} tokens/s")
+            ax.set_xlabel("context" if kind == "decode" else "prompt tokens")
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.splitext(json_path)[0] + ".png", dpi=100)
 

@@ -142,12 +142,19 @@ inline float RowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t block
   return acc + (Tree(lanes) + m);
 }
 
-// The value a weight block stores at position i (for references and dequantizing readers).
-inline float Dequantize(Format f, const uint8_t* w, int i) {
-  int8_t qw[kBlock];
-  BlockInts(f, w, qw);
-  const float v = BlockD(w) * static_cast<float>(qw[i]);
-  return f == Format::kQ4_1 ? v + BlockM(w) : v;
+// The values one row of blocks stores: `values` (a multiple of kBlock) floats; d * q is exact in
+// f32 (an f16 times a small integer), q4_1's + m rounds once.
+inline void DequantizeRow(Format f, const uint8_t* row, int64_t values, float* out) {
+  for (int64_t b = 0; b < values / kBlock; ++b) {
+    const uint8_t* w = row + b * BlockBytes(f);
+    int8_t qw[kBlock];
+    BlockInts(f, w, qw);
+    const float d = BlockD(w), m = f == Format::kQ4_1 ? BlockM(w) : 0.0f;
+    for (int i = 0; i < kBlock; ++i) {
+      const float v = d * static_cast<float>(qw[i]);
+      out[b * kBlock + i] = f == Format::kQ4_1 ? v + m : v;
+    }
+  }
 }
 
 }  // namespace ptox::quant

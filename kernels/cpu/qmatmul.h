@@ -410,18 +410,14 @@ void QMatmulAcc(Ctx&, O& o, const O& c, const A& a, const W& w) {
   o.vc = std::min<int64_t>(c.vc, w.vr);
 }
 
-// o (R x K f32) = the values w's blocks store (kernels/quant.h Dequantize), valid blocks only.
+// o (R x K f32) = the values w's blocks store (kernels/quant.h DequantizeRow), valid blocks only.
 template <quant::Format F, typename O, typename W>
 void Dequantize(Ctx&, O& o, const W& w) {
   constexpr int64_t kBytes = quant::BlockBytes(F);
   o.vr = w.vr;
   o.vc = w.vc / kBytes * quant::kBlock;
-  for (int64_t r = 0; r < w.vr; ++r) {
-    const uint8_t* row = reinterpret_cast<const uint8_t*>(&w.at(r, 0));
-    for (int64_t e = 0; e < o.vc; ++e)
-      o.at(r, e) = quant::Dequantize(F, row + e / quant::kBlock * kBytes,
-                                     static_cast<int>(e % quant::kBlock));
-  }
+  for (int64_t r = 0; r < w.vr; ++r)
+    quant::DequantizeRow(F, reinterpret_cast<const uint8_t*>(&w.at(r, 0)), o.vc, &o.at(r, 0));
 }
 
 // QMatmulAcc into a K loop's accumulator whose tile.full the emitter deferred (MatmulAccOnFull).

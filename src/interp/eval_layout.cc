@@ -148,9 +148,7 @@ RtValue EvalDequantize(const ir::OpStmt& op, const Env& env) {
   std::vector<uint8_t> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.valid_rows; ++r) {
     for (int64_t c = 0; c < w.cols; ++c) row[c] = static_cast<uint8_t>(w.I(r, c));
-    for (int64_t e = 0; e < out.valid_cols; ++e)
-      out.F(r, e) = quant::Dequantize(f, row.data() + e / quant::kBlock * bb,
-                                      static_cast<int>(e % quant::kBlock));
+    quant::DequantizeRow(f, row.data(), out.valid_cols, &out.F(r, 0));
   }
   return Share(std::move(out));
 }

@@ -138,7 +138,9 @@ Dense QMatmul(const ir::OpStmt& op, const Dense& a, const Dense& w) {
   const quant::Format f = ir::QuantFormat(op.attrs());
   const int64_t m = a.shape[a.rank() - 2], k_len = a.shape.back(), n = w.shape[0];
   const int64_t blocks = k_len / quant::kBlock, row_bytes = w.shape[1];
-  PTOX_ICHECK(row_bytes == blocks * quant::BlockBytes(f)) << OpWhere(op) << ": row size";
+  PTOX_ICHECK(row_bytes == blocks * quant::BlockBytes(f) &&
+              static_cast<int64_t>(w.i.size()) == n * row_bytes)
+      << OpWhere(op) << ": weight blocks of shape " << ShapeStr(w.shape);
   std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
   shape.push_back(n);
   Dense out = MakeDense(op, DType::kF32, shape);

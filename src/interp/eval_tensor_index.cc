@@ -110,9 +110,7 @@ Dense Gather(const ir::OpStmt& op, const Dense& table, const Dense& ids) {
     std::vector<uint8_t> row(static_cast<size_t>(cols));
     for (int64_t k = 0; k < ids.numel(); ++k) {
       for (int64_t c = 0; c < cols; ++c) row[c] = static_cast<uint8_t>(table.i[ids.i[k] * cols + c]);
-      for (int64_t e = 0; e < width; ++e)
-        out.f[k * width + e] = quant::Dequantize(f, row.data() + e / quant::kBlock * bb,
-                                                 static_cast<int>(e % quant::kBlock));
+      quant::DequantizeRow(f, row.data(), width, out.f.data() + k * width);
     }
     return out;
   }

@@ -379,6 +379,13 @@ void Emitter::View(const ir::OpStmt& op, int depth) {
 
 namespace {
 
+// The kernels' constant for a quantized op's `format` (kernels/quant.h).
+std::string FormatConstant(const ir::OpStmt& op) {
+  static const char* const kNames[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
+  return std::string("ptox::quant::Format::") +
+         kNames[static_cast<int>(ir::QuantFormat(op.attrs()))];
+}
+
 // A C string literal for `text`, usable as a printf format; with `holes`, each '{}' becomes a
 // %lld conversion.
 std::string FormatLiteral(std::string_view text, bool holes) {
@@ -485,13 +492,9 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
       return fmt::format("pc::{}<{}>(ctx, {}, {}, {})",
                          family == ir::OpFamily::kRowReduce ? "RowReduce" : "ColReduce", functor, r,
                          Operand(a[0]), where);
-    case ir::OpFamily::kDequantize: {
-      static const char* const kFormats[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
+    case ir::OpFamily::kDequantize:
       uses_matmul_ = true;  // kernels/cpu/qmatmul.h
-      return fmt::format("pc::Dequantize<ptox::quant::Format::{}>(ctx, {}, {})",
-                         kFormats[static_cast<int>(ir::QuantFormat(op.attrs()))], r,
-                         Operand(a[0]));
-    }
+      return fmt::format("pc::Dequantize<{}>(ctx, {}, {})", FormatConstant(op), r, Operand(a[0]));
     case ir::OpFamily::kRowArgmax:
       uses_reduce_ = true;
       return fmt::format("pc::RowArgmax(ctx, {}, {}, {})", r, Operand(a[0]), where);
@@ -517,9 +520,7 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
     case ir::OpFamily::kMatmulAcc: {
       uses_matmul_ = true;
       if (op.op() == ir::OpCode::kTileQMatmulAcc) {
-        static const char* const kFormats[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
-        const std::string f = fmt::format(
-            "ptox::quant::Format::{}", kFormats[static_cast<int>(ir::QuantFormat(op.attrs()))]);
+        const std::string f = FormatConstant(op);
         if (auto full = acc_on_full_.find(op.result().get()); full != acc_on_full_.end()) {
           return fmt::format(
               "pc::QMatmulAccOnFull<{0}>(ctx, {1}, {2}, {3}, {4}, {1}_rows, {1}_cols, {5})", f,
