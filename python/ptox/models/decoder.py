@@ -10,6 +10,10 @@ positions of caches allocated once for the whole context (so the past length com
 shape, and attention reads exactly the positions filled), written in place at rows past .. P-1.
 Output: the logits of the last token, or of every new token.
 
+The projections, the embedding and the LM head are f32, or GGUF blocks read in place (the
+constants W_Q / E_Q / H_Q: int8 rows of K / 32 blocks, `tensor.qmatmul` with int8 activations and
+a quantized `tensor.gather`; kernels/quant.h). The residual adds sit outside those constant ifs.
+
 Specialized by `ptox.jit(constants=...)` on the model's configuration (see `compile_step`)."""
 
 from __future__ import annotations  # the annotations name compile-time constants
