@@ -11,7 +11,8 @@
 //
 // Activations are quantized per row and block of 32, as llama.cpp does: amax = max |x|,
 // dx = amax / 127, q = round-to-nearest-even(x * (127 / amax)) clamped to [-127, 127] (0 when
-// amax = 0). A block with a NaN or an infinity has dx = NaN, so its row's outputs are NaN.
+// amax = 0; and for x = 0 when 127 / amax overflows). A block with a NaN or an infinity has
+// dx = NaN, so its row's outputs are NaN.
 //
 // One product a[m, :] . w[n, :] then sums, exactly as a 512-bit VNNI kernel does, in 16 f32 lanes
 // L (from +0): block b's 32 products form 8 partial sums p_l (values 4l .. 4l+3, exact in int32),
@@ -74,8 +75,8 @@ inline void QuantizeBlock(const float* x, ActBlock* out) {
   const float inv = amax > 0.0f && finite ? 127.0f / amax : 0.0f;
   int32_t sum = 0;
   for (int i = 0; i < kBlock; ++i) {
-    float v = x[i] * inv;
-    v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+    float v = x[i] * inv;  // NaN only for 0 * inf (amax so small that 127 / amax overflows)
+    v = v != v ? 0.0f : v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
     out->q[i] = static_cast<int8_t>(std::nearbyint(v));  // the default mode: nearest even
     sum += out->q[i];
   }

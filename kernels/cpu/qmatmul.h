@@ -28,6 +28,53 @@ inline std::vector<ActBlock>& ActBuffer() {
   return buf;
 }
 
+#if defined(__AVX2__)
+// quant::QuantizeBlock in 256-bit registers, the same operations per value: |x|'s max (vmaxps
+// keeps the running max when |x| is NaN, as the definition's compare does), one product by
+// 127 / amax, the clamp, and vcvtps2dq's round to nearest even (the default mode, as nearbyint).
+// A block with a NaN or an infinity stores q = 0 (the definition leaves them unspecified: its
+// dx is NaN, so every product with it is NaN).
+inline void QuantizeAct(const float* x, ActBlock* out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4], amax8 = _mm256_setzero_ps();
+  __m256 finite = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    const __m256 a = _mm256_andnot_ps(sign, v[i]);
+    finite = _mm256_and_ps(finite, _mm256_cmp_ps(a, _mm256_set1_ps(3.40282347e38f), _CMP_LE_OQ));
+    amax8 = _mm256_max_ps(a, amax8);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax8), _mm256_extractf128_ps(amax8, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+  if (_mm256_movemask_ps(finite) != 0xFF) {
+    std::memset(out->q, 0, sizeof out->q);
+    out->d = out->dsum = NAN;
+    return;
+  }
+  const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+  __m256i q[4], sum = _mm256_setzero_si256();
+  for (int i = 0; i < 4; ++i) {
+    __m256 c = _mm256_mul_ps(v[i], inv);
+    c = _mm256_and_ps(c, _mm256_cmp_ps(c, c, _CMP_ORD_Q));  // 0 * inf: 0
+    c = _mm256_min_ps(_mm256_max_ps(c, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    q[i] = _mm256_cvtps_epi32(c);
+    sum = _mm256_add_epi32(sum, q[i]);
+  }
+  // Packing interleaves 128-bit lanes: [0-3 8-11 | 4-7 12-15] per pack; put them back in order.
+  const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q),
+                      _mm256_permutevar8x32_epi32(w, _mm256_set_epi32(7, 3, 6, 2, 5, 1, 4, 0)));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+  out->d = amax / 127.0f;
+  out->dsum = out->d * static_cast<float>(_mm_cvtsi128_si32(s4));
+}
+#else
+inline void QuantizeAct(const float* x, ActBlock* out) { quant::QuantizeBlock(x, out); }
+#endif
+
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 
 // Per row and block pair (2p, 2p+1): the 64 int8 values, dx per lane (lanes 0-7 the even block's,
@@ -187,23 +234,27 @@ struct alignas(32) HalfAct {
 
 inline void MakeHalves(const ActBlock* xb, int64_t rows, int64_t blocks, HalfAct* out) {
   const int64_t pairs = (blocks + 1) / 2;
+  const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t p = 0; p < pairs; ++p) {
       HalfAct& a = out[r * pairs + p];
-      for (int h = 0; h < 2; ++h) {
-        const int64_t b = 2 * p + h;
-        const ActBlock* x = b < blocks ? &xb[r * blocks + b] : nullptr;
-        for (int e = 0; e < 16; ++e) {
-          a.lo[16 * h + e] = x ? x->q[e] : 0;
-          a.hi[16 * h + e] = x ? x->q[16 + e] : 0;
-        }
-        for (int l = 0; l < 4; ++l) {
-          a.dx[4 * h + l] = x ? x->d : 0.0f;
-          int32_t slo = 0, shi = 0;
-          for (int j = 4 * l; j < 4 * l + 4; ++j) slo += a.lo[16 * h + j], shi += a.hi[16 * h + j];
-          a.clo[4 * h + l] = 8 * slo, a.chi[4 * h + l] = 8 * shi;
-        }
-      }
+      const ActBlock& x0 = xb[r * blocks + 2 * p];
+      const ActBlock* x1 = 2 * p + 1 < blocks ? &x0 + 1 : nullptr;
+      const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x0.q));
+      const __m256i q1 = x1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x1->q))
+                            : _mm256_setzero_si256();
+      const __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20);  // values 0-15 of each
+      const __m256i hi = _mm256_permute2x128_si256(q0, q1, 0x31);  // values 16-31
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.lo), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.hi), hi);
+      _mm256_store_ps(a.dx, _mm256_insertf128_ps(_mm256_set1_ps(x0.d),
+                                                 _mm_set1_ps(x1 ? x1->d : 0.0f), 1));
+      // 8 * each lane's 4 values: exact (|sum| <= 4 * 127)
+      auto corr = [&](__m256i v) {
+        return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, v), _mm256_set1_epi16(1)), 3);
+      };
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.clo), corr(lo));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(a.chi), corr(hi));
     }
   }
 }
@@ -306,7 +357,7 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
   xb.resize(static_cast<size_t>(std::max<int64_t>(1, m * blocks)));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t b = 0; b < blocks; ++b)
-      quant::QuantizeBlock(a + i * lda + b * quant::kBlock, &xb[i * blocks + b]);
+      QuantizeAct(a + i * lda + b * quant::kBlock, &xb[i * blocks + b]);
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   // The 512-bit kernel: 4 activation rows per weight row (prefill), or q8_0's few rows 4 weight
   // rows at a time (a 49152 x 576 LM head: 4.2 ms, the 256-bit kernel 4.9; q4 formats the

@@ -67,19 +67,21 @@ def test_every_target_gives_the_interpreters_bits(fmt, m, n, k):
 
 
 def test_special_blocks():
-    """An all-zero block quantizes to zeros; a NaN or an infinity makes its row NaN everywhere."""
+    """An all-zero block quantizes to zeros; a NaN or an infinity makes its row NaN everywhere;
+    a block so small that 127 / amax overflows quantizes its zeros to 0, the rest to +-127."""
     fmt, n, k = "q8_0", 9, 96
     rng = np.random.default_rng(1)
     prog = program(fmt, n, k)
     w = weights(fmt, n, k, rng)
-    x = rng.standard_normal((4, k)).astype(np.float32)
+    x = rng.standard_normal((5, k)).astype(np.float32)
     x[0, :32] = 0.0
     x[1, 40] = np.nan
     x[2, 70] = np.inf
     x[3, 0] = -np.inf
+    x[4, 32:64] = np.tile(np.float32([0.0, 1e-38, -3e-39, -0.0]), 8)
     want = prog(x, w, target="interp")
-    assert np.isfinite(want[0]).all()
-    assert np.isnan(want[1:]).all()
+    assert np.isfinite(want[[0, 4]]).all()
+    assert np.isnan(want[1:4]).all()
     for target in TARGETS:
         got = prog(x, w, target=target)
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=target)
