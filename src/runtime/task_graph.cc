@@ -401,10 +401,7 @@ void Executor::Run(std::pair<Graph*, Graph::Node*> item, int worker) {
 
 void Executor::WorkerLoop(int worker) {
   for (;;) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
-    while (ready_count_.load(std::memory_order_acquire) == 0 &&
-           !stopping_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until)
-      std::this_thread::yield();
+    SpinForWork([&] { return stopping_.load(std::memory_order_acquire); });
     std::pair<Graph*, Graph::Node*> item;
     {
       std::unique_lock<SpinLock> lock(mu_);
@@ -416,10 +413,19 @@ void Executor::WorkerLoop(int worker) {
   }
 }
 
+template <typename Stop>
+void Executor::SpinForWork(Stop stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+  while (ready_count_.load(std::memory_order_acquire) == 0 && !stop() &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
+}
+
 void Executor::RunUntil(Graph* graph, int64_t limit) {
   const int me = static_cast<int>(workers_.size());
   auto done = [&] { return graph->in_flight_count_.load(std::memory_order_acquire) <= limit; };
   for (;;) {
+    SpinForWork(done);
     std::pair<Graph*, Graph::Node*> item;
     {
       std::unique_lock<SpinLock> lock(mu_);

@@ -138,6 +138,11 @@ class Executor {
   // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's lock.
   void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
+  // Spins (yielding) for up to kSpinUs while no task is ready and stop() is false: a thread
+  // about to sleep on cv_ is often handed a task within microseconds, and a futex wake-up on
+  // another vCPU costs far more.
+  template <typename Stop>
+  void SpinForWork(Stop stop);
   // Under mu_, ready_ not empty: takes its front.
   std::pair<Graph*, Graph::Node*> PopReady();
   // The calling thread runs ready tasks (of any graph) until `graph` has at most `limit` tasks
