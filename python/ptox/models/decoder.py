@@ -18,6 +18,8 @@ Specialized by `ptox.jit(constants=...)` on the model's configuration (see `comp
 
 from __future__ import annotations  # the annotations name compile-time constants
 
+import math
+
 import ptox
 import ptox.lang as pl
 
@@ -62,13 +64,36 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
         pl.store(pl.transpose(k, dim0=0, dim1=1), kcache, [l * KV, past, 0])
         pl.store(pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1), vcache,
                  [l * KV, past, 0])
-        keys = pl.slice(kcache, [l * KV, 0, 0], shape=(KV, "P", HD))
-        values = pl.slice(vcache, [l * KV, 0, 0], shape=(KV, "P", HD))
-        if DECODE:  # one token: the G query heads of a KV head are the rows of one product
+        if DECODE:
+            # One token, flash-decoding style: per KV head one task that streams its keys and
+            # values in tiles of BP cache positions (read in place) for its G query heads, with
+            # an online softmax (running max m, denominator den and output acc, rescaled by
+            # exp(m_old - m_new) when a tile raises the max). One task where the composite
+            # softmax over a run-time row length took six; its sums come in another order,
+            # within the softmax's bound.
             qg = pl.reshape(q, shape=(KV, G, HD))
-            p = pl.softmax(pl.matmul(qg, keys, transpose_b=True) * SCALE)
-            o = pl.reshape(pl.matmul(p, values), shape=(TOKENS, QD))
+            og = pl.empty(shape=(KV, G, HD), dtype=pl.f32)
+            for h in pl.range(0, KV, parallel=True):
+                with pl.incore():
+                    qt = pl.load(qg, [h, 0, 0], shape=(G, HD))
+                    m = pl.full(NEG_INF, shape=(G, 1))
+                    den = pl.full(0.0, shape=(G, 1))
+                    acc = pl.full(0.0, shape=(G, HD))
+                    for p0 in pl.range(0, kcache.shape[1], BP):
+                        kt = pl.load(kcache, [l * KV + h, p0, 0], shape=(BP, HD))
+                        vt = pl.load(vcache, [l * KV + h, p0, 0], shape=(BP, HD))
+                        sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
+                        mn = pl.tile.max(m, pl.tile.row_max(sc))
+                        alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                        e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
+                        den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
+                        acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
+                        m = mn
+                    pl.store(pl.tile.row_expand_div(acc, den), og, [h, 0, 0])
+            o = pl.reshape(og, shape=(TOKENS, QD))
         else:  # T tokens: each KV head broadcast to its G query heads, causal over the past
+            keys = pl.slice(kcache, [l * KV, 0, 0], shape=(KV, "P", HD))
+            values = pl.slice(vcache, [l * KV, 0, 0], shape=(KV, "P", HD))
             grow = pl.empty(shape=(1, G, 1, 1), dtype=pl.f32)
             keys = pl.reshape(pl.reshape(keys, shape=(KV, 1, "P", HD)) + grow, shape=(H, "P", HD))
             values = pl.reshape(pl.reshape(values, shape=(KV, 1, "P", HD)) + grow,
@@ -139,6 +164,6 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
-        V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5,
+        V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, BP=128, NEG_INF=-math.inf,
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)
