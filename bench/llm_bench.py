@@ -326,11 +326,12 @@ def report(rows, json_path):
     except ImportError:
         return
     panels = [("f32 weights", ("ptox", "transformers", "bound")),
-              ("GGUF blocks", ("ptox-blocks", "llama.cpp", "bound-blocks"))]
+              ("GGUF blocks", ("ptox-blocks", "llama.cpp", "bound-blocks",
+                               "llama.cpp-omp-default"))]
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for row, (title, impls) in zip(axes, panels):
         for ax, kind in zip(row, ("decode", "prefill")):
-            for color, impl in zip(("C0", "C1", "C7"), impls):
+            for color, impl in zip(("C0", "C1", "C7", "C3"), impls):
                 for threads in sorted({r["threads"] for r in rows}):
                     pts = [(r["size"], r["tok_s"]) for r in rows if r["impl"] == impl and
                            r["kind"] == kind and r["threads"] == threads]
