@@ -182,15 +182,16 @@ def transformers_rows(path, threads, reps):
 
 def decode_bytes(model, ctx):
     """Bytes a decode step must read: every weight as the model holds it (f32 or blocks) except
-    the embedding table (one row of it, unless it is also the LM head), and the f32 KV cache of
-    ctx positions."""
+    the embedding table (one row of it, unless it is also the LM head), and the KV cache of ctx
+    positions (f32, or f16 with blocks)."""
     cfg = model.cfg
     names = [k for k in models.decoder.WEIGHTS if k != "embed"]
     held = {id(a): a.nbytes for k, a in zip(models.decoder.WEIGHTS, model._weights)
             if k in names and (k not in ("q_norm", "k_norm") or cfg.qk_norm)}
     embed_row = model._weights[models.decoder.WEIGHTS.index("embed")]
     n = sum(held.values()) + (0 if cfg.tied else embed_row.nbytes // cfg.vocab)
-    return n + 4 * 2 * cfg.n_layers * cfg.n_kv_heads * ctx * cfg.head_dim
+    kv = model.kcache.itemsize * 2 * cfg.n_layers * cfg.n_kv_heads * ctx * cfg.head_dim
+    return n + kv
 
 
 def prefill_flops(cfg, t):

@@ -32,8 +32,8 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  wo: pl.In[L * D, W_QD, W_DT], ffn_norm: pl.In[L * D, pl.f32],
                  wg: pl.In[L * F, W_D, W_DT], wu: pl.In[L * F, W_D, W_DT],
                  wd: pl.In[L * D, W_F, W_DT], out_norm: pl.In[D, pl.f32],
-                 lm_head: pl.In[V, H_ROW, H_DT], kcache: pl.InOut[L * KV, "P", HD, pl.f32],
-                 vcache: pl.InOut[L * KV, "P", HD, pl.f32], logits: pl.Out[ROWS, V, pl.f32]):
+                 lm_head: pl.In[V, H_ROW, H_DT], kcache: pl.InOut[L * KV, "P", HD, KV_DT],
+                 vcache: pl.InOut[L * KV, "P", HD, KV_DT], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
     past = kcache.shape[1] - t
     if E_Q:
@@ -87,6 +87,10 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                                  pl.tile.col_expand_mul(pl.tile.neg(x2), s1))
                 y2 = pl.tile.add(pl.tile.col_expand_mul(x2, c2), pl.tile.col_expand_mul(x1, s2))
                 vt = pl.load(vh, [0, 0], shape=(KV, HD))
+                if KV_F16:  # the cache's rounding, once
+                    y1 = pl.tile.cast(y1, dtype=pl.f16)
+                    y2 = pl.tile.cast(y2, dtype=pl.f16)
+                    vt = pl.tile.cast(vt, dtype=pl.f16)
                 for j in pl.range(0, KV, unroll=True):
                     pl.store(pl.tile.slice(y1, [j, 0], shape=(1, HD2)), kcache, [l * KV + j, past, 0])
                     pl.store(pl.tile.slice(y2, [j, 0], shape=(1, HD2)), kcache,
@@ -123,11 +127,18 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             q = pl.rope(q, c, s)
             k = pl.rope(k, c, s)
             # Append this step's keys and values to the caches, then attend over all P positions.
-            pl.store(pl.transpose(k, dim0=0, dim1=1), kcache, [l * KV, past, 0])
-            pl.store(pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1), vcache,
-                     [l * KV, past, 0])
+            kt = pl.transpose(k, dim0=0, dim1=1)
+            vt = pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1)
+            if KV_F16:
+                kt = pl.cast(kt, dtype=pl.f16)
+                vt = pl.cast(vt, dtype=pl.f16)
+            pl.store(kt, kcache, [l * KV, past, 0])
+            pl.store(vt, vcache, [l * KV, past, 0])
             keys = pl.slice(kcache, [l * KV, 0, 0], shape=(KV, "P", HD))
             values = pl.slice(vcache, [l * KV, 0, 0], shape=(KV, "P", HD))
+            if KV_F16:  # widened exactly
+                keys = pl.cast(keys, dtype=pl.f32)
+                values = pl.cast(values, dtype=pl.f32)
             grow = pl.empty(shape=(1, G, 1, 1), dtype=pl.f32)
             keys = pl.reshape(pl.reshape(keys, shape=(KV, 1, "P", HD)) + grow, shape=(H, "P", HD))
             values = pl.reshape(pl.reshape(values, shape=(KV, 1, "P", HD)) + grow,
@@ -180,11 +191,13 @@ def _row(k, fmt):
     return (k // 32 * _BLOCK_BYTES[fmt], pl.i8) if fmt else (k, pl.f32)
 
 
-def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats=None):
+def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats=None,
+                 kv_f16=False):
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
     the last token or (all_logits, prefill) of every token. `formats` names the GGUF block
     format ("q4_1", ...) of the projections ("w"), the embedding ("embed") and the LM head
-    ("lm_head") where they are blocks (see gguf_file.Blocks); the rest are f32."""
+    ("lm_head") where they are blocks (see gguf_file.Blocks); the rest are f32. `kv_f16`: the
+    KV caches hold f16 (keys and values rounded once as they are appended), else f32."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
     w, e, h = fmt.get("w"), fmt.get("embed"), fmt.get("lm_head")
@@ -199,5 +212,6 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, BP=128, NEG_INF=-math.inf, HD2=cfg.head_dim // 2,
-        QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits)
+        QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
+        KV_DT=pl.f16 if kv_f16 else pl.f32)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)

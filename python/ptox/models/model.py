@@ -43,7 +43,10 @@ class Model:
                          else arrays[k] for k in decoder.WEIGHTS]
         self._cos, self._sin = rope_tables(cfg, self.context)
         shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)
-        self.kcache, self.vcache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+        # GGUF blocks (llama.cpp's numerics) keep the KV cache in f16 as llama.cpp does: half the
+        # bytes a long-context decode step reads; f32 weights keep transformers' f32 cache.
+        kv = np.float16 if "w" in self.formats else np.float32
+        self.kcache, self.vcache = np.zeros(shape, kv), np.zeros(shape, kv)
         self.position = 0
         self._steps = {}
 
@@ -51,7 +54,8 @@ class Model:
         key = (decode, all_logits)
         if key not in self._steps:
             step = decoder.compile_step(self.cfg, decode, all_logits, self.target,
-                                        self.threads, self.formats)
+                                        self.threads, self.formats,
+                                        self.kcache.dtype == np.float16)
             step.constant_inputs = decoder.WEIGHTS  # matmuls keep their packed weight blocks
             self._steps[key] = step
         return self._steps[key]

@@ -116,6 +116,7 @@ def test_smollm2_blocks_in_place(smollm2_blocks):
     # No f32 copy of a projection or the embedding: int8 arrays, ~0.6 B per weight.
     assert all(w.dtype in (np.int8, np.float32) for w in m._weights)
     assert sum(w.nbytes for w in {id(w): w for w in m._weights}.values()) < 110e6  # tied: once
+    assert m.kcache.dtype == m.vcache.dtype == np.float16  # as llama.cpp keeps it
     # llama.cpp (llama-cpp-python 0.3.36, 1 thread, greedy) on the same file and chat prompt:
     # "L'Étoile, la Cité, la Nation, ..." — Q4_1 weights with int8 activations lose "Paris",
     # which the f32 path gives. ptox's blocks path agrees with it for 7 tokens, then rounds

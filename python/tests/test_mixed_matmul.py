@@ -1,0 +1,53 @@
+"""tile.matmul / tile.matmul_acc with operands of different float dtypes (f32 queries times an
+f16 or bf16 cache): both widen exactly to f32, so every target stays within the matmul bound of
+the interpreter and of numpy on the widened values."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ptox
+import ptox.lang as pl
+
+TARGETS = [t for t in ptox.available_targets() if t != "interp"]
+DTYPES = {"f16": (pl.f16, np.float16), "bf16": (pl.bf16, ml_dtypes.bfloat16)}
+
+
+def program(name, m, n, k, transpose_b):
+    dt, _ = DTYPES[name]
+    b_shape = (n, k) if transpose_b else (k, n)
+
+    # Two K tiles: the first product starts the accumulator, matmul_acc adds the second.
+    def mixed(a: pl.In[m, k, pl.f32], b: pl.In[b_shape[0], b_shape[1], dt],
+              c: pl.Out[m, n, pl.f32]):
+        with pl.incore():
+            x0 = pl.load(a, [0, 0], shape=(16, 32))
+            x1 = pl.load(a, [0, 32], shape=(16, 32))
+            if TB:
+                y0 = pl.load(b, [0, 0], shape=(64, 32))
+                y1 = pl.load(b, [0, 32], shape=(64, 32))
+            else:
+                y0 = pl.load(b, [0, 0], shape=(32, 64))
+                y1 = pl.load(b, [32, 0], shape=(32, 64))
+            acc = pl.tile.matmul(x0, y0, transpose_b=TB)
+            acc = pl.tile.matmul_acc(acc, x1, y1, transpose_b=TB)
+            pl.store(acc, c, [0, 0])
+    return ptox.jit(mixed, constants={"TB": transpose_b, "dt": dt, "m": m, "n": n, "k": k,
+                                      "b_shape": b_shape})
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("m,n,k", [(3, 64, 64), (16, 50, 61), (1, 7, 33)])
+def test_mixed_operands_match_the_interpreter_and_numpy(name, transpose_b, m, n, k):
+    rng = np.random.default_rng(m * 100 + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(DTYPES[name][1])
+    prog = program(name, m, n, k, transpose_b)
+    want = prog(a, b, target="interp")
+    b64 = b.astype(np.float64)
+    ref = a.astype(np.float64) @ (b64.T if transpose_b else b64)
+    bound = k * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(b64.T if transpose_b else b64))
+    assert (np.abs(want - ref) <= bound + 1e-30).all()
+    for target in TARGETS:
+        got = prog(a, b, target=target)
+        assert (np.abs(got - ref) <= bound + 1e-30).all(), target
