@@ -246,7 +246,8 @@ TaskId Graph::Submit(Task task) {
   // computes alone (SmolLM2 blocks decode on 2 threads: 8.3-9.0 -> 7.9-8.2 ms a step). Never
   // when a worker could take it, or the caller takes every task and the workers sleep.
   if (executor_.workers_.empty() ||
-      executor_.ready_count_.load(std::memory_order_acquire) > executor_.workers_.size())
+      (executor_.help_while_submitting_ &&
+       executor_.ready_count_.load(std::memory_order_acquire) > executor_.workers_.size()))
     executor_.RunReady();
   return id;
 }
@@ -311,7 +312,8 @@ std::vector<std::pair<TaskId, TaskId>> Graph::Edges() const {
   return edges_;
 }
 
-Executor::Executor(int threads) {
+Executor::Executor(int threads, bool help_while_submitting)
+    : help_while_submitting_(help_while_submitting) {
   if (threads <= 0) threads = DefaultThreads();
   threads = std::min(threads, kMaxThreads);
   // Worker i is thread i; the waiting caller is thread `threads - 1`. A thread the host refuses

@@ -123,7 +123,10 @@ class Executor {
   // PTOX_NUM_THREADS are checked against it).
   static constexpr int kMaxThreads = 1024;
 
-  explicit Executor(int threads = 0);
+  // With workers, the thread submitting a graph also runs ready tasks while more are queued
+  // than the workers can take (help_while_submitting); turn it off where a task may wait for
+  // something the submitter does after submitting it (tests that hold tasks at a gate).
+  explicit Executor(int threads = 0, bool help_while_submitting = true);
   ~Executor();
   // The threads that run tasks: the workers that started, plus the waiting caller.
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
@@ -155,6 +158,7 @@ class Executor {
   static void Run(std::pair<Graph*, Graph::Node*> item, int worker);
   static constexpr int kSpinUs = 300;
 
+  const bool help_while_submitting_;
   SpinLock mu_;
   std::condition_variable_any cv_;  // waits on mu_
   std::deque<std::pair<Graph*, Graph::Node*>> ready_;

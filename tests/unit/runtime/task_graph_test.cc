@@ -5,6 +5,7 @@
 #include <atomic>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "ptox/fault.h"
 #include "runtime/task_graph.h"
@@ -64,7 +65,7 @@ TEST(BoxTest, OverlapIsHalfOpenAndEmptyBoxesNeverOverlap) {
 }
 
 TEST(Dependencies, DisjointWritesAreIndependentOverlapsAreOrdered) {
-  Executor ex(2);
+  Executor ex(2, /*help_while_submitting=*/false);
   Gate gate;
   Graph g(ex);
   g.Submit(T({W(0, Rows(0, 4))}, gate.Hold()));     // 0
@@ -79,7 +80,7 @@ TEST(Dependencies, DisjointWritesAreIndependentOverlapsAreOrdered) {
 }
 
 TEST(Dependencies, InPlaceUpdatesChainAndDiamondsJoin) {
-  Executor ex(2);
+  Executor ex(2, /*help_while_submitting=*/false);
   Gate gate;
   Graph g(ex);
   // In-place: each task reads and writes the same rows -> a chain.
@@ -100,7 +101,7 @@ TEST(Dependencies, InPlaceUpdatesChainAndDiamondsJoin) {
 // them through it. A partial write takes nothing it does not cover, and reads stay until a write
 // covers them.
 TEST(Dependencies, CoveringWritesSupersedeEarlierAccesses) {
-  Executor ex(2);
+  Executor ex(2, /*help_while_submitting=*/false);
   Gate gate;
   Graph g(ex);
   g.Submit(T({W(0, Rows(0, 8))}, gate.Hold()));  // 0
@@ -119,7 +120,7 @@ TEST(Dependencies, CoveringWritesSupersedeEarlierAccesses) {
 // The history is a grid sized by the first box: boxes over many cells, of another rank, or at
 // negative offsets must still meet every overlap.
 TEST(Dependencies, MixedBoxSizesRanksAndNegativeOffsetsStillConflict) {
-  Executor ex(2);
+  Executor ex(2, /*help_while_submitting=*/false);
   Gate gate;
   Graph g(ex);
   Box one_d;
@@ -141,7 +142,8 @@ TEST(Dependencies, MixedBoxSizesRanksAndNegativeOffsetsStillConflict) {
 }
 
 TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
-  Executor ex(2);  // a worker holds x at the gate (one thread would run it inside Submit)
+  // A worker holds x at the gate (one thread, or a submitter that helps, would run it in Submit).
+  Executor ex(2, /*help_while_submitting=*/false);
   Graph g(ex);
   TaskId first = g.Submit(T({W(0, Rows(0, 8))}));
   ASSERT_TRUE(g.Wait().ok());  // finished: a later overlap needs no edge
@@ -202,6 +204,32 @@ TEST(Executor, StressManyThousandsOfSmallTasks) {
   ASSERT_TRUE(g.Wait().ok());
   EXPECT_EQ(ran.load(), kTasks);
   EXPECT_EQ(static_cast<int>(g.records().size()), kTasks);
+}
+
+// With workers busy, the submitting thread runs queued tasks inside Submit (else it would only
+// submit while one core computes); with help_while_submitting off it never does.
+TEST(Executor, SubmitterRunsQueuedTasksWhileTheWorkersAreBusy) {
+  for (bool help : {true, false}) {
+    Executor ex(2, help);
+    Gate gate;
+    std::atomic<bool> held{false};
+    Graph g(ex);
+    g.Submit(T({}, [&] {
+      held = true;
+      return gate.Hold()();
+    }));
+    while (!held) std::this_thread::yield();  // the worker is inside the gated task
+    std::atomic<int> on_submitter{0};
+    const auto me = std::this_thread::get_id();
+    for (int i = 0; i < 4; ++i)
+      g.Submit(T({}, [&] {
+        on_submitter += std::this_thread::get_id() == me;
+        return std::string();
+      }));
+    EXPECT_EQ(on_submitter.load() > 0, help);
+    gate.Open();
+    EXPECT_TRUE(g.Wait().ok());
+  }
 }
 
 TEST(Failure, StopsTheGraphCancelsTheRestAndNamesTheTask) {
