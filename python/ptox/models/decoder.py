@@ -59,10 +59,9 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             q = pl.rmsnorm(q, pl.slice(q_norm, [l * HD], shape=(HD,)), eps=EPS)
             k = pl.rmsnorm(k, pl.slice(k_norm, [l * HD], shape=(HD,)), eps=EPS)
         if DECODE:
-            # RoPE (rotate-half) of the token's heads as tiles, each output element the
-            # definition's x * cos + rot * sin: the queries in one task, the keys in another
-            # that also appends them and the values to the caches (rows past of each KV head).
-            # Ten tasks and two cache-append copies at tensor level.
+            # RoPE (rotate-half) of the token's query and key heads as tiles, each output element
+            # the definition's x * cos + rot * sin, and the append of the keys and values to the
+            # caches (row `past` of each KV head): one task for what took twelve at tensor level.
             qr = pl.empty(shape=(H, HD), dtype=pl.f32)
             vh = pl.reshape(v, shape=(KV, HD))
             with pl.incore():
@@ -76,11 +75,6 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                                      pl.tile.col_expand_mul(pl.tile.neg(x2), s1)), qr, [0, 0])
                 pl.store(pl.tile.add(pl.tile.col_expand_mul(x2, c2),
                                      pl.tile.col_expand_mul(x1, s2)), qr, [0, HD2])
-            with pl.incore():
-                c1 = pl.load(cos, [0, 0], shape=(1, HD2))
-                c2 = pl.load(cos, [0, HD2], shape=(1, HD2))
-                s1 = pl.load(sin, [0, 0], shape=(1, HD2))
-                s2 = pl.load(sin, [0, HD2], shape=(1, HD2))
                 x1 = pl.load(k, [0, 0, 0], shape=(KV, HD2))
                 x2 = pl.load(k, [0, 0, HD2], shape=(KV, HD2))
                 y1 = pl.tile.add(pl.tile.col_expand_mul(x1, c1),
@@ -92,10 +86,10 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                     y2 = pl.tile.cast(y2, dtype=pl.f16)
                     vt = pl.tile.cast(vt, dtype=pl.f16)
                 for j in pl.range(0, KV, unroll=True):
-                    pl.store(pl.tile.slice(y1, [j, 0], shape=(1, HD2)), kcache, [l * KV + j, past, 0])
-                    pl.store(pl.tile.slice(y2, [j, 0], shape=(1, HD2)), kcache,
-                             [l * KV + j, past, HD2])
-                    pl.store(pl.tile.slice(vt, [j, 0], shape=(1, HD)), vcache, [l * KV + j, past, 0])
+                    row = l * KV + j
+                    pl.store(pl.tile.slice(y1, [j, 0], shape=(1, HD2)), kcache, [row, past, 0])
+                    pl.store(pl.tile.slice(y2, [j, 0], shape=(1, HD2)), kcache, [row, past, HD2])
+                    pl.store(pl.tile.slice(vt, [j, 0], shape=(1, HD)), vcache, [row, past, 0])
             q = qr
             # One token, flash-decoding style: per KV head one task that streams its keys and
             # values in tiles of BP cache positions (read in place) for its G query heads, with
@@ -211,7 +205,8 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
-        V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, BP=128, NEG_INF=-math.inf, HD2=cfg.head_dim // 2,
+        V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
+        BP=128, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
         KV_DT=pl.f16 if kv_f16 else pl.f32)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)
