@@ -236,10 +236,11 @@ inline void MakePairs(const ActBlock* xb, int64_t rows, int64_t blocks, PairAct*
 struct alignas(32) HalfAct {
   int8_t lo[32], hi[32];
   float dx[8];            // dx of block 2p (lanes 0-3) and 2p+1 (4-7); 0 for a missing block
-  int32_t clo[8], chi[8]; // q4_0: 8 * the sum of each lane's 4 values
+  int32_t clo[8], chi[8]; // q4_0 only: 8 * the sum of each lane's 4 values
 };
 
-inline void MakeHalves(const ActBlock* xb, int64_t rows, int64_t blocks, HalfAct* out) {
+template <Format F>
+void MakeHalves(const ActBlock* xb, int64_t rows, int64_t blocks, HalfAct* out) {
   const int64_t pairs = (blocks + 1) / 2;
   const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t r = 0; r < rows; ++r) {
@@ -256,13 +257,14 @@ inline void MakeHalves(const ActBlock* xb, int64_t rows, int64_t blocks, HalfAct
       _mm256_store_si256(reinterpret_cast<__m256i*>(a.hi), hi);
       _mm256_store_ps(a.dx, _mm256_insertf128_ps(_mm256_set1_ps(x0.d),
                                                  _mm_set1_ps(x1 ? x1->d : 0.0f), 1));
-      // 8 * each lane's 4 values: exact (|sum| <= 4 * 127)
-      auto corr = [&](__m256i v) {
-        const __m256i pairs16 = _mm256_maddubs_epi16(ones, v);
-        return _mm256_slli_epi32(_mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)), 3);
-      };
-      _mm256_store_si256(reinterpret_cast<__m256i*>(a.clo), corr(lo));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(a.chi), corr(hi));
+      if constexpr (F == Format::kQ4_0) {  // 8 * each lane's 4 values: exact (<= 4 * 127)
+        auto corr = [&](__m256i v) {
+          const __m256i pairs16 = _mm256_maddubs_epi16(ones, v);
+          return _mm256_slli_epi32(_mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)), 3);
+        };
+        _mm256_store_si256(reinterpret_cast<__m256i*>(a.clo), corr(lo));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(a.chi), corr(hi));
+      }
     }
   }
 }
@@ -406,7 +408,7 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
   const int64_t pairs = (blocks + 1) / 2;
   std::vector<HalfAct>& xh = HalfBuffer();
   xh.resize(static_cast<size_t>(m * pairs));
-  MakeHalves(xb.data(), m, blocks, xh.data());
+  MakeHalves<F>(xb.data(), m, blocks, xh.data());
   for (int64_t i = 0; i < m; ++i) {
     const HalfAct* xr = xh.data() + i * pairs;
     const ActBlock* br = xb.data() + i * blocks;
