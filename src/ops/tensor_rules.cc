@@ -253,8 +253,10 @@ Type Matmul(const TensorChecker& c, const Type& a, const Type& b, bool tb) {
   PTOX_CHECK(a.rank() >= 2 && b.rank() >= 2, c.span())
       << "tensor.matmul needs operands of rank >= 2, got " << a.ToString() << " and "
       << b.ToString();
-  PTOX_CHECK(a.dtype() == b.dtype(), c.span())
-      << "tensor.matmul operand dtypes differ: " << a.ToString() << " vs " << b.ToString();
+  // Float operands of any mix (f32 activations times bf16 / f16 weights read in place): both
+  // widen exactly to f32, as tile.matmul's do.
+  PTOX_CHECK(IsFloat(a.dtype()) && IsFloat(b.dtype()), c.span())
+      << "tensor.matmul needs float operands, got " << a.ToString() << " and " << b.ToString();
   const int ra = a.rank(), rb = b.rank();
   const Dim& k_a = a.shape()[ra - 1];
   const Dim& k_b = b.shape()[tb ? rb - 1 : rb - 2];

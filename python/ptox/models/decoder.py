@@ -10,7 +10,8 @@ positions of caches allocated once for the whole context (so the past length com
 shape, and attention reads exactly the positions filled), written in place at rows past .. P-1.
 Output: the logits of the last token, or of every new token.
 
-The projections, the embedding and the LM head are f32, or GGUF blocks read in place (the
+The projections, the embedding and the LM head are f32, bf16 / f16 (widened exactly where the
+matmuls and the gather read them), or GGUF blocks read in place (the
 constants W_Q / E_Q / H_Q: int8 rows of K / 32 blocks, `tensor.qmatmul` with int8 activations and
 a quantized `tensor.gather`; kernels/quant.h). The residual adds sit outside those constant ifs.
 
@@ -38,6 +39,8 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
     past = kcache.shape[1] - t
     if E_Q:
         x = pl.gather(embed, ids, format=E_FMT)
+    elif E_16:  # bf16 / f16 rows, widened exactly
+        x = pl.cast(pl.gather(embed, ids), dtype=pl.f32)
     else:
         x = pl.gather(embed, ids)
     c = pl.reshape(cos, shape=(TOKENS, 1, HD))
@@ -180,17 +183,20 @@ PER_LAYER = ("attn_norm", "wq", "wk", "wv", "q_norm", "k_norm", "wo", "ffn_norm"
 _BLOCK_BYTES = {"q4_0": 18, "q4_1": 20, "q8_0": 34}
 
 
+_FLOATS = {None: pl.f32, "bf16": pl.bf16, "f16": pl.f16}
+
+
 def _row(k, fmt):
-    """(row length, dtype) of a [., k] weight: k f32 values, or k / 32 blocks as i8 bytes."""
-    return (k // 32 * _BLOCK_BYTES[fmt], pl.i8) if fmt else (k, pl.f32)
+    """(row length, dtype) of a [., k] weight: k float values, or k / 32 blocks as i8 bytes."""
+    return (k // 32 * _BLOCK_BYTES[fmt], pl.i8) if fmt in _BLOCK_BYTES else (k, _FLOATS[fmt])
 
 
 def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats=None,
                  kv_f16=False):
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
-    the last token or (all_logits, prefill) of every token. `formats` names the GGUF block
-    format ("q4_1", ...) of the projections ("w"), the embedding ("embed") and the LM head
-    ("lm_head") where they are blocks (see gguf_file.Blocks); the rest are f32. `kv_f16`: the
+    the last token or (all_logits, prefill) of every token. `formats` names the storage of the
+    projections ("w"), the embedding ("embed") and the LM head ("lm_head") where it is not f32:
+    a GGUF block format ("q4_1", ...; see gguf_file.Blocks) or "bf16" / "f16". `kv_f16`: the
     KV caches hold f16 (keys and values rounded once as they are appended), else f32."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
@@ -199,8 +205,9 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
                                         _row(cfg.n_heads * cfg.head_dim, w), _row(cfg.d_ff, w))
     (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
     constants = dict(
-        W_Q=bool(w), W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt, E_Q=bool(e),
-        E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=bool(h), H_FMT=h or "", H_ROW=h_row,
+        W_Q=w in _BLOCK_BYTES, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
+        E_Q=e in _BLOCK_BYTES, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=h in _BLOCK_BYTES,
+        H_FMT=h or "", H_ROW=h_row,
         H_DT=h_dt,
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,

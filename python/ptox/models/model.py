@@ -20,11 +20,20 @@ def rope_tables(cfg, length):
     return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
 
 
+def _format(weight):
+    """The step programs' name of a weight's storage: a GGUF block format, "bf16" / "f16" for
+    16-bit floats (widened in registers), None for f32."""
+    if isinstance(weight, Blocks):
+        return weight.format
+    return {2: "f16" if weight.dtype == np.float16 else "bf16"}.get(weight.dtype.itemsize)
+
+
 class Model:
     """`generate(prompt)` streams text; `reset()`, `prefill(ids)`, `decode(token)` run single
     steps over the model's KV cache and return logits (float32 numpy arrays)."""
 
-    def __init__(self, cfg, weights, tokenizer, path, context=None, target="cpu", threads=0):
+    def __init__(self, cfg, weights, tokenizer, path, context=None, target="cpu", threads=0,
+                 kv_dtype=None):
         self.cfg, self.tokenizer, self.path = cfg, tokenizer, path
         self.target, self.threads = target, threads
         self.context = min(context or cfg.context, cfg.context)
@@ -32,10 +41,10 @@ class Model:
         w.setdefault("lm_head", w["embed"])
         for k in ("q_norm", "k_norm"):  # llama: no q / k norm (the step skips them)
             w.setdefault(k, np.ones((cfg.n_layers, cfg.head_dim), np.float32))
-        # GGUF blocks computed on in place: the formats the step programs are compiled for.
-        self.formats = {k: w[k].format for k in ("embed", "lm_head") if isinstance(w[k], Blocks)}
-        if isinstance(w["wq"], Blocks):
-            self.formats["w"] = w["wq"].format
+        # GGUF blocks and bf16 / f16 matrices computed on in place: the formats the step
+        # programs are compiled for.
+        self.formats = {f: _format(w[k]) for f, k in (("embed", "embed"), ("lm_head", "lm_head"),
+                                                      ("w", "wq")) if _format(w[k])}
         # The step takes each stacked matrix as [L * out, in] and vector as [L * n]: the same
         # memory, a layer a slice.
         arrays = {k: w[k].data if isinstance(w[k], Blocks) else w[k] for k in decoder.WEIGHTS}
@@ -44,8 +53,13 @@ class Model:
         self._cos, self._sin = rope_tables(cfg, self.context)
         shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)
         # GGUF blocks (llama.cpp's numerics) keep the KV cache in f16 as llama.cpp does: half the
-        # bytes a long-context decode step reads; f32 weights keep transformers' f32 cache.
-        kv = np.float16 if "w" in self.formats else np.float32
+        # bytes a long-context decode step reads; float weights keep transformers' f32 cache
+        # unless `kv_dtype` says otherwise.
+        if kv_dtype is None:
+            kv_dtype = "f16" if isinstance(w["wq"], Blocks) else "f32"
+        if kv_dtype not in ("f16", "f32"):
+            raise ModelError(f"kv_dtype must be 'f16' or 'f32', got {kv_dtype!r}")
+        kv = np.float16 if kv_dtype == "f16" else np.float32
         self.kcache, self.vcache = np.zeros(shape, kv), np.zeros(shape, kv)
         self.position = 0
         self._steps = {}

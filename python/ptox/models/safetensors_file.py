@@ -2,8 +2,11 @@
 (one file, or shards listed by model.safetensors.index.json). The safetensors format is a JSON
 header and raw little-endian tensors; this small reader memory-maps each file with numpy and
 checks every tensor's dtype, shape and byte range against the header and the file size before
-use (the `safetensors` package's numpy API has no bfloat16). f32 / f16 / bf16 tensors are
-widened to f32 as they are stacked per layer (the step programs compute in f32)."""
+use (the `safetensors` package's numpy API has no bfloat16). The matrices (projections,
+embedding, LM head) keep the file's dtype when it is bf16 or f16 — the step programs widen them
+in registers, exactly, so a decode step reads half the bytes — and are stacked per layer (one
+copy of the file's bytes); a model whose matrices mix dtypes, and every vector (the norms), is
+widened to f32."""
 
 import json
 import os
@@ -20,6 +23,7 @@ _LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"
           "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
           "wo": "self_attn.o_proj", "wg": "mlp.gate_proj", "wu": "mlp.up_proj",
           "wd": "mlp.down_proj", "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
+_MATRICES = ("wq", "wk", "wv", "wo", "wg", "wu", "wd")
 _GLOBAL = {"embed": "model.embed_tokens.weight", "out_norm": "model.norm.weight",
            "lm_head": "lm_head.weight"}
 
@@ -105,20 +109,31 @@ def load(folder, progress=None):
         if tuple(t.shape) != tuple(expect):
             raise ModelError(f"{folder}: tensor {name} has shape {list(t.shape)}, the "
                              f"configuration needs {list(expect)}")
-        w = np.asarray(t, dtype=np.float32)
-        if not np.isfinite(w).all():
+        if not np.isfinite(t).all():
             raise ModelError(f"{folder}: tensor {name} holds NaN or Inf values")
-        return w
+        return t
+
+    def layer_names(name):
+        return [f"model.layers.{i}.{_LAYER[name]}.weight" for i in range(cfg.n_layers)]
+
+    # The matrices' dtype: the file's when every matrix has the same 16-bit one, else f32.
+    names = [_GLOBAL[n] for n in _GLOBAL if n in shapes and n != "out_norm"]
+    names += [t for n in _MATRICES if n in shapes for t in layer_names(n)]
+    kinds = {np.dtype(tensors[t].dtype) for t in names if t in tensors}
+    wide = kinds.pop() if len(kinds) == 1 else np.dtype(np.float32)
+    if wide.itemsize != 2:
+        wide = np.dtype(np.float32)
 
     weights = {}
     for name, hf in _GLOBAL.items():
         if name in shapes:
-            weights[name] = get(hf, shapes[name])
-    for name, hf in _LAYER.items():
+            dt = np.float32 if name == "out_norm" else wide
+            weights[name] = np.asarray(get(hf, shapes[name]), dtype=dt)
+    for name in _LAYER:
         if name in shapes:
-            stacked = np.empty(shapes[name], np.float32)
-            for i in range(cfg.n_layers):
-                stacked[i] = get(f"model.layers.{i}.{hf}.weight", shapes[name][1:])
+            stacked = np.empty(shapes[name], wide if name in _MATRICES else np.float32)
+            for i, t in enumerate(layer_names(name)):
+                stacked[i] = get(t, shapes[name][1:])
             weights[name] = stacked
             if progress:
                 progress(name)

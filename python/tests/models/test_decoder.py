@@ -161,6 +161,8 @@ def test_a_qwen3_folder_matches_transformers(tiny_qwen3, target):
     dtype, folder = tiny_qwen3
     m = models.load(folder, context=64, target=target)
     assert m.cfg.arch == "qwen3" and m.cfg.qk_norm and not m.cfg.tied
+    if dtype == "bfloat16":  # the matrices stay bf16, read in place
+        assert m.formats == {"w": "bf16", "embed": "bf16", "lm_head": "bf16"}
     ref_rows = QWEN3[f"{dtype} weights, float32 compute"]
     bf16_rows = QWEN3["bfloat16 weights, bfloat16 compute"]
     for ref, low in zip(ref_rows, bf16_rows):
