@@ -51,3 +51,28 @@ def test_mixed_operands_match_the_interpreter_and_numpy(name, transpose_b, m, n,
     for target in TARGETS:
         got = prog(a, b, target=target)
         assert (np.abs(got - ref) <= bound + 1e-30).all(), target
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("m", [1, 5, 70])
+def test_tensor_matmul_of_f32_activations_and_16_bit_weights(name, m):
+    """tensor.matmul takes mixed float operands too (a model's bf16 weights read in place):
+    GEMV rows, the in-place few-row kernel and the packed one (a constant weight), each within
+    the matmul bound of numpy on the widened values."""
+    dt, np_dt = DTYPES[name]
+
+    def linear(a: pl.In["M", 96, pl.f32], w: pl.In[200, 96, dt], c: pl.Out["M", 200, pl.f32]):
+        pl.store(pl.matmul(a, w, transpose_b=True), c)
+    prog = ptox.jit(linear, constants={"dt": dt})
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, 96)).astype(np.float32)
+    w = rng.standard_normal((200, 96)).astype(np_dt)
+    w64 = w.astype(np.float64)
+    ref = a.astype(np.float64) @ w64.T
+    bound = 96 * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(w64.T))
+    for target in ["interp"] + TARGETS:
+        got = prog(a, w, target=target)
+        assert (np.abs(got - ref) <= bound + 1e-30).all(), target
+    prog.constant_inputs = ("w",)
+    for target in TARGETS:
+        assert (np.abs(prog(a, w, target=target) - ref) <= bound + 1e-30).all(), target
