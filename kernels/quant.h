@@ -23,6 +23,14 @@
 // and the result is acc + (Tree(L) + M), Tree the pairwise sum L[0:8] + L[8:16], then halves
 // (4, 2, 1). Here qw is q - 8 (q4_0), q (q4_1) or the int8 (q8_0). The sum spans one tile's K:
 // a K loop of several tiles adds per tile, so the tensor op's lowering keeps K whole.
+//
+// w8a8 (PyPTO-X's W8A8 scheme) is not a GGUF format: a weight row is K int8 values q_w
+// (symmetric per output channel: s_w = absmax / 127, q_w = round-to-nearest-even(w / s_w) in
+// [-127, 127], written by `ptox quantize`) in blocks of 32 bytes, then s_w as 4 bytes of f32.
+// The activations are quantized per row (per token) as above with one amax over the whole K, so
+// their dx = s_a is the row's. The product sums q_a * q_w over K in int32, exactly for
+// K <= kW8A8MaxK, and the epilogue rounds twice in f32, once for the scales and once for the
+// product: acc + f32(sum) * (s_a * s_w) (f32(sum) is exact while |sum| <= 2^24, e.g. K <= 1040).
 #pragma once
 
 #include <cmath>
@@ -34,14 +42,15 @@
 
 namespace ptox::quant {
 
-enum class Format : int { kQ4_0 = 0, kQ4_1 = 1, kQ8_0 = 2 };
+enum class Format : int { kQ4_0 = 0, kQ4_1 = 1, kQ8_0 = 2, kW8A8 = 3 };
 
 // The IR's spelling of a format (the ops' `format` attribute).
 inline const char* FormatName(Format f) {
-  return f == Format::kQ4_0 ? "q4_0" : f == Format::kQ4_1 ? "q4_1" : "q8_0";
+  return f == Format::kQ4_0 ? "q4_0" : f == Format::kQ4_1 ? "q4_1" : f == Format::kQ8_0 ? "q8_0"
+                                                                                        : "w8a8";
 }
 inline bool ParseFormat(const char* name, Format* out) {
-  for (Format f : {Format::kQ4_0, Format::kQ4_1, Format::kQ8_0}) {
+  for (Format f : {Format::kQ4_0, Format::kQ4_1, Format::kQ8_0, Format::kW8A8}) {
     if (std::strcmp(name, FormatName(f)) == 0) {
       *out = f;
       return true;
@@ -54,7 +63,32 @@ inline constexpr int kBlock = 32;  // values per block, weights and activations 
 
 // Bytes of one block of the format.
 constexpr int BlockBytes(Format f) {
-  return f == Format::kQ4_0 ? 18 : f == Format::kQ4_1 ? 20 : 34;
+  return f == Format::kQ4_0 ? 18 : f == Format::kQ4_1 ? 20 : f == Format::kQ8_0 ? 34 : 32;
+}
+
+// Bytes after a row's blocks: w8a8's per-row (output channel) scale s_w.
+constexpr int RowTrailer(Format f) { return f == Format::kW8A8 ? 4 : 0; }
+
+// Bytes of a row of `blocks` blocks.
+constexpr int64_t RowBytes(Format f, int64_t blocks) {
+  return blocks * BlockBytes(f) + RowTrailer(f);
+}
+
+// The blocks of a row of `bytes` bytes, -1 when no row has that size. (A trailer is shorter than
+// a block, so bytes / BlockBytes is the count for any valid row.)
+constexpr int64_t RowBlocks(Format f, int64_t bytes) {
+  const int64_t blocks = (bytes - RowTrailer(f)) / BlockBytes(f);
+  return bytes >= RowTrailer(f) && RowBytes(f, blocks) == bytes ? blocks : -1;
+}
+
+// The largest K (a multiple of kBlock) whose w8a8 sum of K products of magnitude <= 127 * 127
+// fits in int32: every partial sum is exact.
+inline constexpr int64_t kW8A8MaxK = (int64_t{2147483647} / (127 * 127)) / 32 * 32;
+
+inline float RowScale(const uint8_t* w, int64_t blocks) {  // w8a8's s_w
+  float s;
+  std::memcpy(&s, w + blocks * 32, 4);
+  return s;
 }
 
 // One quantized block of activations.
@@ -64,24 +98,55 @@ struct ActBlock {
   float dsum;   // dx * f32(sum of q): q4_1's offset term
 };
 
-inline void QuantizeBlock(const float* x, ActBlock* out) {
+// max |x| over n values; `finite` is cleared by a NaN or an infinity.
+inline float AbsMax(const float* x, int64_t n, bool* finite) {
   float amax = 0.0f;
-  bool finite = true;
-  for (int i = 0; i < kBlock; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const float a = std::fabs(x[i]);
-    finite &= a <= 3.40282347e38f;  // false for NaN and infinity
+    *finite &= a <= 3.40282347e38f;  // false for NaN and infinity
     amax = a > amax ? a : amax;
   }
-  const float inv = amax > 0.0f && finite ? 127.0f / amax : 0.0f;
+  return amax;
+}
+
+// A block's q = round(x * inv) clamped to [-127, 127]; returns their sum.
+inline int32_t RoundBlock(const float* x, float inv, int8_t* q) {
   int32_t sum = 0;
   for (int i = 0; i < kBlock; ++i) {
     float v = x[i] * inv;  // NaN only for 0 * inf (amax so small that 127 / amax overflows)
     v = v != v ? 0.0f : v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
-    out->q[i] = static_cast<int8_t>(std::nearbyint(v));  // the default mode: nearest even
-    sum += out->q[i];
+    q[i] = static_cast<int8_t>(std::nearbyint(v));  // the default mode: nearest even
+    sum += q[i];
   }
+  return sum;
+}
+
+inline float InvScale(float amax, bool finite) {
+  return amax > 0.0f && finite ? 127.0f / amax : 0.0f;
+}
+
+inline void QuantizeBlock(const float* x, ActBlock* out) {
+  bool finite = true;
+  const float amax = AbsMax(x, kBlock, &finite);
+  const int32_t sum = RoundBlock(x, InvScale(amax, finite), out->q);
   out->d = finite ? amax / 127.0f : NAN;
   out->dsum = out->d * static_cast<float>(sum);
+}
+
+// One row of `blocks` activation blocks as format f reads them: per block (the GGUF formats) or
+// with one amax for the whole row (w8a8: every block gets the row's d; dsum is unused).
+inline void QuantizeRow(Format f, const float* x, int64_t blocks, ActBlock* out) {
+  if (f != Format::kW8A8) {
+    for (int64_t b = 0; b < blocks; ++b) QuantizeBlock(x + b * kBlock, out + b);
+    return;
+  }
+  bool finite = true;
+  const float amax = AbsMax(x, blocks * kBlock, &finite), inv = InvScale(amax, finite);
+  for (int64_t b = 0; b < blocks; ++b) {
+    RoundBlock(x + b * kBlock, inv, out[b].q);
+    out[b].d = finite ? amax / 127.0f : NAN;
+    out[b].dsum = 0.0f;
+  }
 }
 
 inline float BlockD(const uint8_t* w) {
@@ -134,8 +199,21 @@ inline float Tree(const float* lanes) {
   return v[0] + v[1];
 }
 
+// w8a8's epilogue: acc + f32(sum) * (s_a * s_w).
+inline float W8A8Out(int32_t sum, float s_a, float s_w, float acc) {
+  return acc + static_cast<float>(sum) * (s_a * s_w);
+}
+
 // acc + one row of `blocks` weight blocks times the same count of activation blocks.
 inline float RowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t blocks, float acc) {
+  if (f == Format::kW8A8) {
+    if (blocks == 0) return acc + 0.0f;
+    int32_t sum = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int j = 0; j < kBlock; ++j)
+        sum += static_cast<int32_t>(static_cast<int8_t>(w[b * kBlock + j])) * x[b].q[j];
+    return W8A8Out(sum, x[0].d, RowScale(w, blocks), acc);
+  }
   float lanes[kLanes] = {};
   float m = 0.0f;
   for (int64_t b = 0; b < blocks; ++b)
@@ -144,8 +222,13 @@ inline float RowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t block
 }
 
 // The values one row of blocks stores: `values` (a multiple of kBlock) floats; d * q is exact in
-// f32 (an f16 times a small integer), q4_1's + m rounds once.
+// f32 (an f16 times a small integer), q4_1's + m rounds once, w8a8's s_w * q rounds once.
 inline void DequantizeRow(Format f, const uint8_t* row, int64_t values, float* out) {
+  if (f == Format::kW8A8) {
+    const float s = RowScale(row, values / kBlock);
+    for (int64_t i = 0; i < values; ++i) out[i] = s * static_cast<float>(static_cast<int8_t>(row[i]));
+    return;
+  }
   for (int64_t b = 0; b < values / kBlock; ++b) {
     const uint8_t* w = row + b * BlockBytes(f);
     int8_t qw[kBlock];

@@ -362,11 +362,134 @@ inline std::vector<HalfAct>& HalfBuffer() {
 
 #endif  // AVX2
 
+// w8a8: the task's activation rows quantized whole (kernels/quant.h QuantizeRow): K int8 per row,
+// with the row's s_a and the exact sum of its q (the VNNI kernel's offset correction).
+struct W8A8Act {
+  std::vector<int8_t> q;
+  std::vector<float> sa;
+  std::vector<int32_t> qsum;
+};
+
+inline W8A8Act& W8A8Buffer() {
+  thread_local W8A8Act buf;
+  return buf;
+}
+
+inline void QuantizeW8A8(const float* a, int64_t lda, int64_t m, int64_t blocks, W8A8Act& x) {
+  const int64_t k = blocks * quant::kBlock;
+  x.q.resize(static_cast<size_t>(std::max<int64_t>(1, m * k)));
+  x.sa.resize(static_cast<size_t>(m));
+  x.qsum.resize(static_cast<size_t>(m));
+  thread_local std::vector<ActBlock> row;
+  row.resize(static_cast<size_t>(std::max<int64_t>(1, blocks)));
+  for (int64_t i = 0; i < m; ++i) {
+    quant::QuantizeRow(Format::kW8A8, a + i * lda, blocks, row.data());
+    int32_t sum = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      std::memcpy(&x.q[i * k + b * quant::kBlock], row[b].q, quant::kBlock);
+      for (int j = 0; j < quant::kBlock; ++j) sum += row[b].q[j];
+    }
+    x.sa[i] = blocks ? row[0].d : 0.0f;
+    x.qsum[i] = sum;
+  }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// The exact int32 sum of products of 64 int8 pairs into 16 lanes. With VNNI, vpdpbusd takes
+// unsigned bytes first: w + 128 (w ^ 0x80) times q sums to w.q + 128 * sum(q), and the caller
+// subtracts 128 * sum(q) once per row; the lanes wrap mod 2^32, which leaves the final sum
+// exact whenever it fits in int32 (K <= kW8A8MaxK). Without VNNI both widen to int16
+// (vpmaddwd: exact pairs of products).
+inline __m512i W8A8Dot(__m512i acc, __m512i w, __m512i q) {
+#if defined(__AVX512VNNI__)
+  return _mm512_dpbusd_epi32(acc, _mm512_xor_si512(w, _mm512_set1_epi8(-128)), q);
+#else
+  const __m512i lo = _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm512_castsi512_si256(w)),
+                                       _mm512_cvtepi8_epi16(_mm512_castsi512_si256(q)));
+  const __m512i hi = _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(w, 1)),
+                                       _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(q, 1)));
+  return _mm512_add_epi32(acc, _mm512_add_epi32(lo, hi));
+#endif
+}
+#if defined(__AVX512VNNI__)
+constexpr int32_t kW8A8Offset = 128;
+#else
+constexpr int32_t kW8A8Offset = 0;
+#endif
+
+// R activation rows times C weight rows: out[r * ldo + c] gets the definition's epilogue.
+template <int R, int C>
+inline void W8A8Tile(const uint8_t* w, int64_t ldw, int64_t blocks, const W8A8Act& x, int64_t i,
+                     float* out, int64_t ldo) {
+  const int64_t k = blocks * quant::kBlock;
+  const int8_t* q = x.q.data() + i * k;
+  __m512i acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+  for (int64_t kk = 0; kk < k; kk += 64) {
+    const __mmask64 live = k - kk >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - kk)) - 1;
+    __m512i wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_epi8(live, w + c * ldw + kk);
+    for (int r = 0; r < R; ++r) {
+      const __m512i qv = _mm512_maskz_loadu_epi8(live, q + r * k + kk);
+      for (int c = 0; c < C; ++c) acc[r][c] = W8A8Dot(acc[r][c], wv[c], qv);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const int32_t sum = static_cast<int32_t>(
+          static_cast<uint32_t>(_mm512_reduce_add_epi32(acc[r][c])) -
+          static_cast<uint32_t>(kW8A8Offset) * static_cast<uint32_t>(x.qsum[i + r]));
+      float& o = out[r * ldo + c];
+      o = quant::W8A8Out(sum, x.sa[i + r], quant::RowScale(w + c * ldw, blocks), o);
+    }
+}
+#endif
+
+// out[i * ldo + j] += a's row i times w's row j (w8a8).
+inline void W8A8Gemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks,
+                     const float* a, int64_t lda, const uint8_t* w, int64_t ldw) {
+  W8A8Act& x = W8A8Buffer();
+  QuantizeW8A8(a, lda, m, blocks, x);
+  if (blocks == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) out[i * ldo + j] += 0.0f;
+    return;
+  }
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  // 4 x 2 (prefill) or 1 x 4 (decode: four weight rows stream at once) register blocks.
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) W8A8Tile<4, 2>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+    for (; j < n; ++j) W8A8Tile<4, 1>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+  }
+  for (; i < m; ++i) {
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) W8A8Tile<1, 4>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+    for (; j < n; ++j) W8A8Tile<1, 1>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+  }
+#else
+  const int64_t k = blocks * quant::kBlock;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const int8_t* q = x.q.data() + i * k;
+      const uint8_t* wr = w + j * ldw;
+      int32_t sum = 0;
+      for (int64_t t = 0; t < k; ++t) sum += static_cast<int32_t>(static_cast<int8_t>(wr[t])) * q[t];
+      out[i * ldo + j] = quant::W8A8Out(sum, x.sa[i], quant::RowScale(wr, blocks), out[i * ldo + j]);
+    }
+#endif
+}
+
 // out[i * ldo + j] += a's row i times w's row j, for i < m, j < n, over `blocks` blocks.
 template <Format F>
 void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const float* a,
            int64_t lda, const uint8_t* w, int64_t ldw) {
   if (m <= 0 || n <= 0) return;
+  if constexpr (F == Format::kW8A8) {
+    return W8A8Gemm(out, ldo, m, n, blocks, a, lda, w, ldw);
+  } else {
   std::vector<ActBlock>& xb = ActBuffer();
   xb.resize(static_cast<size_t>(std::max<int64_t>(1, m * blocks)));
   for (int64_t i = 0; i < m; ++i)
@@ -422,6 +545,7 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
     for (int64_t j = 0; j < n; ++j)
       out[i * ldo + j] = quant::RowDot(F, w + j * ldw, xb.data() + i * blocks, blocks, out[i * ldo + j]);
 #endif
+  }
 }
 
 }  // namespace qmm
@@ -459,7 +583,8 @@ inline const char* Contiguous(const void* p, int64_t rs, int64_t cs, int64_t row
 
 }  // namespace qmm
 
-// o (R x C f32) = c + a (R x K f32) times w's rows (C x K/32 blocks) over the valid region.
+// o (R x C f32) = c + a (R x K f32) times w's rows (C x K/32 blocks, and w8a8's scale) over the
+// valid region.
 template <quant::Format F, typename O, typename A, typename W>
 void QMatmulAcc(Ctx&, O& o, const O& c, const A& a, const W& w) {
   static_assert(A::kDType == DT::kF32 && W::kDType == DT::kI8, "f32 activations, i8 blocks");
@@ -472,7 +597,7 @@ void QMatmulAcc(Ctx&, O& o, const O& c, const A& a, const W& w) {
   const void* wp = qmm::DataOf(w, &wrs, &wcs);
   thread_local std::vector<char> abuf, wbuf;
   const char* ac = qmm::Contiguous(ap, ars, acs, m, blocks * quant::kBlock, 4, abuf, &lda);
-  const char* wc = qmm::Contiguous(wp, wrs, wcs, n, blocks * bytes, 1, wbuf, &ldw);
+  const char* wc = qmm::Contiguous(wp, wrs, wcs, n, quant::RowBytes(F, blocks), 1, wbuf, &ldw);
   qmm::QGemm<F>(o.v, O::kCols, m, n, blocks, reinterpret_cast<const float*>(ac), lda,
                 reinterpret_cast<const uint8_t*>(wc), ldw);
   o.vr = std::min<int64_t>(c.vr, a.vr);

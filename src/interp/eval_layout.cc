@@ -126,7 +126,7 @@ RtValue EvalQMatmulAcc(const ir::OpStmt& op, const Env& env) {
   std::vector<float> arow(static_cast<size_t>(a.cols));
   for (int64_t r = 0; r < std::min(a.valid_rows, out.rows); ++r) {
     for (int64_t k = 0; k < a.cols; ++k) arow[k] = a.F(r, k);
-    for (int64_t b = 0; b < blocks; ++b) quant::QuantizeBlock(arow.data() + b * quant::kBlock, &x[b]);
+    quant::QuantizeRow(f, arow.data(), blocks, x.data());
     for (int64_t j = 0; j < std::min(w.valid_rows, out.cols); ++j) {
       for (int64_t k = 0; k < w.cols; ++k) row[k] = static_cast<uint8_t>(w.I(j, k));
       out.F(r, j) = quant::RowDot(f, row.data(), x.data(), blocks, out.F(r, j));

@@ -138,7 +138,7 @@ Dense QMatmul(const ir::OpStmt& op, const Dense& a, const Dense& w) {
   const quant::Format f = ir::QuantFormat(op.attrs());
   const int64_t m = a.shape[a.rank() - 2], k_len = a.shape.back(), n = w.shape[0];
   const int64_t blocks = k_len / quant::kBlock, row_bytes = w.shape[1];
-  PTOX_ICHECK(row_bytes == blocks * quant::BlockBytes(f) &&
+  PTOX_ICHECK(row_bytes == quant::RowBytes(f, blocks) &&
               static_cast<int64_t>(w.i.size()) == n * row_bytes)
       << OpWhere(op) << ": weight blocks of shape " << ShapeStr(w.shape);
   std::vector<int64_t> shape(a.shape.begin(), a.shape.end() - 1);
@@ -149,8 +149,7 @@ Dense QMatmul(const ir::OpStmt& op, const Dense& a, const Dense& w) {
   std::vector<quant::ActBlock> x(static_cast<size_t>(blocks));
   const int64_t rows = Product(a.shape, 0, a.rank() - 2) * m;
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < blocks; ++b)
-      quant::QuantizeBlock(a.f.data() + r * k_len + b * quant::kBlock, &x[b]);
+    quant::QuantizeRow(f, a.f.data() + r * k_len, blocks, x.data());
     for (int64_t j = 0; j < n; ++j)
       out.f[r * n + j] = quant::RowDot(f, bytes.data() + j * row_bytes, x.data(), blocks, 0.0f);
   }

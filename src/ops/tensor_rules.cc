@@ -69,7 +69,6 @@ quant::Format QuantFormat(const Attrs& attrs) {
       << "a quantized matmul without a valid format";
   return f;
 }
-int64_t QuantBlockBytes(const Attrs& attrs) { return quant::BlockBytes(QuantFormat(attrs)); }
 
 double FloatAttr(const Attrs& attrs, const std::string& name, double fallback) {
   auto it = attrs.find(name);
@@ -203,14 +202,15 @@ Type Gather(const TensorChecker& c, const Type& table, const Type& ids, const At
       << "tensor.gather result would have rank " << ids.rank() + 1 << " (at most " << kMaxTensorRank
       << ")";
   std::vector<Dim> shape = ids.shape();
-  if (attrs.count("format")) {  // rows of GGUF blocks, dequantized
-    const int64_t bb = QuantBlockBytes(attrs);
+  if (attrs.count("format")) {  // rows of quantized blocks, dequantized
+    const quant::Format f = QuantFormat(attrs);
     const Dim& bytes = table.shape()[1];
-    PTOX_CHECK(table.dtype() == DType::kI8 && bytes.is_static() && bytes.size % bb == 0, c.span())
-        << "tensor.gather {format = \"" << quant::FormatName(QuantFormat(attrs))
-        << "\"} needs a table of i8 rows of whole " << bb << "-byte blocks, got "
-        << table.ToString();
-    shape.push_back(Dim::Static(bytes.size / bb * quant::kBlock));
+    const int64_t blocks = bytes.is_static() ? quant::RowBlocks(f, bytes.size) : -1;
+    PTOX_CHECK(table.dtype() == DType::kI8 && blocks >= 0, c.span())
+        << "tensor.gather {format = \"" << quant::FormatName(f)
+        << "\"} needs a table of i8 rows of whole " << quant::BlockBytes(f) << "-byte blocks"
+        << (quant::RowTrailer(f) ? " and a 4-byte scale" : "") << ", got " << table.ToString();
+    shape.push_back(Dim::Static(blocks * quant::kBlock));
     return Type::Tensor(shape, DType::kF32);
   }
   shape.push_back(table.shape()[1]);
@@ -272,10 +272,10 @@ Type Matmul(const TensorChecker& c, const Type& a, const Type& b, bool tb) {
   return Type::Tensor(shape, DType::kF32);
 }
 
-// f32 [..., M, K] x GGUF blocks [N, K/32 * block bytes] i8 -> f32 [..., M, N].
+// f32 [..., M, K] x quantized rows [N, RowBytes(format, K/32)] i8 -> f32 [..., M, N].
 Type QMatmul(const TensorChecker& c, const Type& a, const Type& w, const Attrs& attrs) {
   PTOX_CHECK(attrs.count("format"), c.span())
-      << "tensor.qmatmul needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
+      << "tensor.qmatmul needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\" | \"w8a8\"}";
   PTOX_CHECK(a.rank() >= 2 && a.dtype() == DType::kF32, c.span())
       << "tensor.qmatmul needs f32 activations of rank >= 2, got " << a.ToString();
   PTOX_CHECK(w.rank() == 2 && w.dtype() == DType::kI8, c.span())
@@ -285,7 +285,11 @@ Type QMatmul(const TensorChecker& c, const Type& a, const Type& w, const Attrs& 
   PTOX_CHECK(k.is_static() && k.size % quant::kBlock == 0 && w.shape()[1].is_static(), c.span())
       << "tensor.qmatmul needs a static K that is a multiple of " << quant::kBlock << " and a "
       << "static row size, got " << a.ToString() << " x " << w.ToString();
-  const int64_t bytes = k.size / quant::kBlock * QuantBlockBytes(attrs);
+  const quant::Format f = QuantFormat(attrs);
+  PTOX_CHECK(f != quant::Format::kW8A8 || k.size <= quant::kW8A8MaxK, c.span())
+      << "tensor.qmatmul {format = \"w8a8\"}: K = " << k.size << " is beyond "
+      << quant::kW8A8MaxK << ", the largest K whose int32 sum is exact";
+  const int64_t bytes = quant::RowBytes(f, k.size / quant::kBlock);
   PTOX_CHECK(w.shape()[1].size == bytes, c.span())
       << "tensor.qmatmul: K = " << k.size << " in format " << quant::FormatName(QuantFormat(attrs))
       << " is " << bytes << " bytes per weight row, got " << w.ToString();

@@ -366,17 +366,21 @@ std::optional<Type> MatmulFamilyType(const Checker& c, OpCode op,
       const Type& acc = c.Tile(0);
       if (op == OpCode::kTileQMatmulAcc) {
         PTOX_CHECK(attrs.count("format"), span)
-            << "tile.qmatmul_acc needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
+            << "tile.qmatmul_acc needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\" | \"w8a8\"}";
         const Type& a = c.Tile(1);
         const Type& w = c.Tile(2);
+        const quant::Format f = QuantFormat(attrs);
         PTOX_CHECK(a.dtype() == DType::kF32 && w.dtype() == DType::kI8 &&
                        a.cols() % quant::kBlock == 0 &&
-                       w.cols() == a.cols() / quant::kBlock * QuantBlockBytes(attrs),
+                       w.cols() == quant::RowBytes(f, a.cols() / quant::kBlock),
                    span)
             << "tile.qmatmul_acc needs f32 activations R x K (K a multiple of " << quant::kBlock
-            << ") and i8 weight blocks C x K/" << quant::kBlock << " * "
-            << QuantBlockBytes(attrs) << " bytes, got " << a.ToString() << " and "
+            << ") and i8 weight rows C x " << quant::RowBytes(f, a.cols() / quant::kBlock)
+            << " bytes (format " << quant::FormatName(f) << "), got " << a.ToString() << " and "
             << w.ToString();
+        PTOX_CHECK(f != quant::Format::kW8A8 || a.cols() <= quant::kW8A8MaxK, span)
+            << "tile.qmatmul_acc {format = \"w8a8\"}: K = " << a.cols() << " is beyond "
+            << quant::kW8A8MaxK << ", the largest K whose int32 sum is exact";
         const Type r = Type::Tile(a.rows(), w.rows(), DType::kF32);
         PTOX_CHECK(acc == r, span) << "tile.qmatmul_acc accumulator must be " << r.ToString()
                                    << ", got " << acc.ToString();
@@ -543,12 +547,13 @@ std::optional<Type> InferOpType(OpCode op, const std::vector<Operand>& args, con
       c.Arity(1);
       const Type& w = c.Tile(0);
       PTOX_CHECK(attrs.count("format"), c.span())
-          << "tile.dequantize needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\"}";
-      const int64_t bb = QuantBlockBytes(attrs);
-      PTOX_CHECK(w.dtype() == DType::kI8 && w.cols() % bb == 0, c.span())
-          << "tile.dequantize needs i8 rows of whole " << bb << "-byte blocks, got "
-          << w.ToString();
-      return Type::Tile(w.rows(), w.cols() / bb * quant::kBlock, DType::kF32);
+          << "tile.dequantize needs {format = \"q4_0\" | \"q4_1\" | \"q8_0\" | \"w8a8\"}";
+      const quant::Format f = QuantFormat(attrs);
+      const int64_t blocks = quant::RowBlocks(f, w.cols());
+      PTOX_CHECK(w.dtype() == DType::kI8 && blocks >= 0, c.span())
+          << "tile.dequantize needs i8 rows of whole " << quant::BlockBytes(f) << "-byte blocks"
+          << (quant::RowTrailer(f) ? " and a 4-byte scale" : "") << ", got " << w.ToString();
+      return Type::Tile(w.rows(), blocks * quant::kBlock, DType::kF32);
     }
     case OpFamily::kTranspose:
     case OpFamily::kReshape:

@@ -51,6 +51,5 @@ double FloatAttr(const Attrs& attrs, const std::string& name, double fallback);
 // The weight format of tensor.qmatmul / tile.qmatmul_acc (its `format` attribute, checked by the
 // type rules) and the bytes of one of its blocks of 32 values.
 quant::Format QuantFormat(const Attrs& attrs);
-int64_t QuantBlockBytes(const Attrs& attrs);
 
 }  // namespace ptox::ir

@@ -381,7 +381,7 @@ namespace {
 
 // The kernels' constant for a quantized op's `format` (kernels/quant.h).
 std::string FormatConstant(const ir::OpStmt& op) {
-  static const char* const kNames[] = {"kQ4_0", "kQ4_1", "kQ8_0"};
+  static const char* const kNames[] = {"kQ4_0", "kQ4_1", "kQ8_0", "kW8A8"};
   return std::string("ptox::quant::Format::") +
          kNames[static_cast<int>(ir::QuantFormat(op.attrs()))];
 }
