@@ -81,9 +81,10 @@ constexpr int64_t RowBlocks(Format f, int64_t bytes) {
   return bytes >= RowTrailer(f) && RowBytes(f, blocks) == bytes ? blocks : -1;
 }
 
-// The largest K (a multiple of kBlock) whose w8a8 sum of K products of magnitude <= 127 * 127
-// fits in int32: every partial sum is exact.
-inline constexpr int64_t kW8A8MaxK = (int64_t{2147483647} / (127 * 127)) / 32 * 32;
+// The largest K (a multiple of kBlock) whose w8a8 sum of K products of magnitude <= 127 * 128
+// (activations are within +-127; a weight byte may be -128) fits in int32: every partial sum
+// is exact.
+inline constexpr int64_t kW8A8MaxK = (int64_t{2147483647} / (127 * 128)) / 32 * 32;
 
 inline float RowScale(const uint8_t* w, int64_t blocks) {  // w8a8's s_w
   float s;

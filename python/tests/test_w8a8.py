@@ -100,9 +100,9 @@ def test_any_weight_byte_and_special_rows():
 
 
 def test_k_beyond_the_exact_int32_sum_is_an_error():
-    program(1, 133120, m=1)  # the largest K: 133120 * 127 * 127 < 2^31
+    program(1, 132096, m=1)  # the largest K: 132096 * 127 * 128 < 2^31
     with pytest.raises(ptox.CompileError, match="int32 sum is exact"):
-        program(1, 133152, m=1)
+        program(1, 132128, m=1)
     with pytest.raises(ptox.CompileError, match="4-byte scale|bytes"):
         ptox.parse("""func @f(%x: in tensor<2x64xf32>, %w: in tensor<3x64xi8>, %y: out tensor<2x3xf32>) {
   %r = tensor.qmatmul %x, %w {format = "w8a8"}
