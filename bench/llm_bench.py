@@ -77,6 +77,11 @@ def median_s(fn, reps, warm=1):
     return statistics.median(times), min(times), max(times)
 
 
+def log(msg, _start=time.perf_counter()):
+    """Progress on stderr, with the seconds since the run started."""
+    print(f"[{time.perf_counter() - _start:6.0f} s] {msg}", file=sys.stderr, flush=True)
+
+
 def peak_mb():
     """This process's peak resident memory (VmHWM) in MB."""
     try:
@@ -468,6 +473,7 @@ def qwen3_rows(thread_counts, reps, ceilings, work_dir, prefills=(), kv_dtype=No
     kw = dict(kv_dtype=kv_dtype) if kv_dtype else {}
     paths = dict(bf16=folder, q8_0=ggufs["q8_0"], **({"w8a8": w8a8} if w8a8 else {}))
     ours = {w: models.load(p, context=context, **kw) for w, p in paths.items()}
+    log("Qwen3: same-model check")
     rows = qwen3_check(ours, ggufs, have_llama)
     bad = {(r["impl"], r["weights"]) for r in rows if not r["ok"]}
     if ("ptox", "w8a8") in bad:  # W8A8 is not llama.cpp's format: only its own rows go
@@ -483,6 +489,7 @@ def qwen3_rows(thread_counts, reps, ceilings, work_dir, prefills=(), kv_dtype=No
     for threads in thread_counts:
         read = ceilings[threads][0]
         for weights, m in ours.items():
+            log(f"Qwen3: ptox {weights}, {threads} thread(s)")
             for r in ptox_rows(m, threads, reps, contexts=CONTEXTS, prefills=prefills):
                 r.update(weights=weights, kv=m.kcache.dtype.name)
                 if r["kind"] == "decode":
@@ -490,12 +497,14 @@ def qwen3_rows(thread_counts, reps, ceilings, work_dir, prefills=(), kv_dtype=No
                 rows.append(r)
         for weights, path in ggufs.items() if have_llama else ():
             for policy in ("PASSIVE", None):
+                log(f"Qwen3: llama.cpp {weights}, {threads} thread(s), OMP_WAIT_POLICY={policy}")
                 for r in llama_cpp_rows(path, threads, reps, policy, CONTEXTS, prefills):
                     r.update(weights=weights, kv="float16")
                     if r["kind"] == "decode":
                         r["bound_tok_s"] = read * 1e9 / gguf_decode_bytes(path, cfg, r["size"])
                     rows.append(r)
     ours.clear()  # free the models before the peak-memory subprocesses
+    log("Qwen3: peak memory")
     for weights, path in paths.items():
         r = peak_memory_row(path, "ptox", max(thread_counts), "ptox", kv_dtype)
         if r:
@@ -560,7 +569,7 @@ def main():
         t = time.perf_counter()
         rows += qwen3_rows(thread_counts, args.reps, ceilings, args.work_dir,
                            sizes(args.qwen3_prefills), args.kv_dtype)
-        print(f"Qwen3 section: {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        log(f"Qwen3 section: {time.perf_counter() - t:.0f} s")
     report(rows, args.json)
 
 
@@ -713,7 +722,8 @@ def report(rows, json_path):
             ax.minorticks_off()
             ax.set_title(f"{title}: {kind} tokens/s")
             ax.set_xlabel("context" if kind == "decode" else "prompt tokens")
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
     ax = axes[2][0]  # Qwen3 decode: each implementation and weights; its bound dotted
     lines = sorted({(r["impl"], r["weights"]) for r in qwen if r["kind"] == "decode"})
     for color, (impl, weights) in zip((f"C{i}" for i in range(10)), lines):

@@ -19,6 +19,7 @@ Handler RegisterDoctor(CLI::App& app);
 Handler RegisterCompile(CLI::App& app);
 Handler RegisterCache(CLI::App& app);
 Handler RegisterGenerate(CLI::App& app);
+Handler RegisterQuantize(CLI::App& app);
 
 // Prints a failed status to stderr and returns its exit code (DESIGN.md: 1 invalid, 2
 // unsupported, 3 toolchain, 4 runtime, 70 internal).

@@ -186,8 +186,14 @@ _BLOCK_BYTES = {"q4_0": 18, "q4_1": 20, "q8_0": 34}
 _FLOATS = {None: pl.f32, "bf16": pl.bf16, "f16": pl.f16}
 
 
+_QUANTIZED = (*_BLOCK_BYTES, "w8a8")
+
+
 def _row(k, fmt):
-    """(row length, dtype) of a [., k] weight: k float values, or k / 32 blocks as i8 bytes."""
+    """(row length, dtype) of a [., k] weight: k float values, k / 32 blocks as i8 bytes, or
+    (w8a8) k int8 and the row's f32 scale."""
+    if fmt == "w8a8":
+        return k + 4, pl.i8
     return (k // 32 * _BLOCK_BYTES[fmt], pl.i8) if fmt in _BLOCK_BYTES else (k, _FLOATS[fmt])
 
 
@@ -196,7 +202,7 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
     the last token or (all_logits, prefill) of every token. `formats` names the storage of the
     projections ("w"), the embedding ("embed") and the LM head ("lm_head") where it is not f32:
-    a GGUF block format ("q4_1", ...; see gguf_file.Blocks) or "bf16" / "f16". `kv_f16`: the
+    a GGUF block format ("q4_1", ...; see gguf_file.Blocks), "w8a8" or "bf16" / "f16". `kv_f16`: the
     KV caches hold f16 (keys and values rounded once as they are appended), else f32."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
@@ -205,8 +211,8 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
                                         _row(cfg.n_heads * cfg.head_dim, w), _row(cfg.d_ff, w))
     (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
     constants = dict(
-        W_Q=w in _BLOCK_BYTES, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
-        E_Q=e in _BLOCK_BYTES, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=h in _BLOCK_BYTES,
+        W_Q=w in _QUANTIZED, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
+        E_Q=e in _QUANTIZED, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=h in _QUANTIZED,
         H_FMT=h or "", H_ROW=h_row,
         H_DT=h_dt,
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,

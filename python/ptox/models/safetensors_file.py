@@ -6,7 +6,12 @@ use (the `safetensors` package's numpy API has no bfloat16). The matrices (proje
 embedding, LM head) keep the file's dtype when it is bf16 or f16 — the step programs widen them
 in registers, exactly, so a decode step reads half the bytes — and are stacked per layer (one
 copy of the file's bytes); a model whose matrices mix dtypes, and every vector (the norms), is
-widened to f32."""
+widened to f32.
+
+A folder written by `ptox quantize` (quantization_config.quant_method "ptox-w8a8") holds each
+projection as int8 `<name>.weight` [out, in] and f32 `<name>.weight_scale` [out]; they are
+stacked per layer into the rows tensor.qmatmul {format = "w8a8"} reads (K int8, then the
+scale): the copy every stacked weight gets, no extra pass."""
 
 import json
 import os
@@ -16,7 +21,8 @@ import numpy as np
 
 from .config import Config, ModelError
 
-_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": "bfloat16"}
+_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": "bfloat16", "I8": np.int8}
+W8A8 = "ptox-w8a8"  # config.json's quantization_config.quant_method of `ptox quantize`'s models
 
 # ptox weight name -> HF tensor name of layer {i}.
 _LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
@@ -75,7 +81,7 @@ def _open_file(path):
         dt = _DTYPES.get(e.get("dtype"))
         if dt is None:
             raise ModelError(f"{path}: tensor {name} has dtype {e.get('dtype')}; supported: "
-                             "F32, F16, BF16")
+                             "F32, F16, BF16, I8")
         if dt == "bfloat16":
             import ml_dtypes
             dt = ml_dtypes.bfloat16
@@ -86,6 +92,47 @@ def _open_file(path):
                              f"its shape {list(shape)} needs {need} (truncated or corrupt file)")
         out[name] = raw[lo:hi].view(dt).reshape(shape) if need else np.zeros(shape, dt)
     return out
+
+
+def _w8a8(folder, tensors, names, shape):
+    """One projection's layers as w8a8 rows [L, out, in + 4] int8 (see the module docstring)."""
+    from .gguf_file import Blocks
+    L, n, k = shape
+    rows = np.empty((L, n, k + 4), np.int8)
+    for i, name in enumerate(names):
+        q, s = tensors.get(name), tensors.get(name + "_scale")
+        if q is None or s is None:
+            raise ModelError(f"{folder}: tensor {name if q is None else name + '_scale'} is "
+                             "missing")
+        if q.dtype != np.int8 or tuple(q.shape) != (n, k):
+            raise ModelError(f"{folder}: tensor {name} is {q.dtype} {list(q.shape)}, a W8A8 "
+                             f"projection is int8 {[n, k]}")
+        if s.dtype != np.float32 or tuple(s.shape) != (n,):
+            raise ModelError(f"{folder}: tensor {name}_scale is {s.dtype} {list(s.shape)}, a "
+                             f"W8A8 scale is float32 {[n]}")
+        if not (np.isfinite(s).all() and (s >= 0).all()):
+            raise ModelError(f"{folder}: tensor {name}_scale holds negative, NaN or Inf scales")
+        rows[i, :, :k] = q
+        rows[i, :, k:] = np.ascontiguousarray(s).view(np.int8).reshape(n, 4)
+    return Blocks(rows, "w8a8", shape)
+
+
+def save(path, tensors, metadata=None):
+    """A .safetensors file of numpy arrays (f32, f16, bf16, int8), written one tensor at a time."""
+    import ml_dtypes
+    kinds = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+             np.dtype(ml_dtypes.bfloat16): "BF16", np.dtype(np.int8): "I8"}
+    header, offset = ({"__metadata__": metadata} if metadata else {}), 0
+    for name, a in tensors.items():
+        header[name] = {"dtype": kinds[np.dtype(a.dtype)], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)  # the data starts 8-byte aligned, as the format recommends
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for a in tensors.values():
+            f.write(np.ascontiguousarray(a).view(np.uint8).data)
 
 
 def load(folder, progress=None):
@@ -116,9 +163,14 @@ def load(folder, progress=None):
     def layer_names(name):
         return [f"model.layers.{i}.{_LAYER[name]}.weight" for i in range(cfg.n_layers)]
 
+    quant = (config_json.get("quantization_config") or {}).get("quant_method")
+    if quant not in (None, W8A8):
+        raise ModelError(f"{folder}/config.json: quantization method {quant!r} is not supported "
+                         f"({W8A8!r}, written by ptox quantize)")
     # The matrices' dtype: the file's when every matrix has the same 16-bit one, else f32.
     names = [_GLOBAL[n] for n in _GLOBAL if n in shapes and n != "out_norm"]
-    names += [t for n in _MATRICES if n in shapes for t in layer_names(n)]
+    if not quant:
+        names += [t for n in _MATRICES if n in shapes for t in layer_names(n)]
     kinds = {np.dtype(tensors[t].dtype) for t in names if t in tensors}
     wide = kinds.pop() if len(kinds) == 1 else np.dtype(np.float32)
     if wide.itemsize != 2:
@@ -130,7 +182,11 @@ def load(folder, progress=None):
             dt = np.float32 if name == "out_norm" else wide
             weights[name] = np.asarray(get(hf, shapes[name]), dtype=dt)
     for name in _LAYER:
-        if name in shapes:
+        if quant and name in _MATRICES:
+            weights[name] = _w8a8(folder, tensors, layer_names(name), shapes[name])
+            if progress:
+                progress(name)
+        elif name in shapes:
             stacked = np.empty(shapes[name], wide if name in _MATRICES else np.float32)
             for i, t in enumerate(layer_names(name)):
                 stacked[i] = get(t, shapes[name][1:])
