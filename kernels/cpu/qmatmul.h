@@ -134,13 +134,18 @@ inline void LoadPair(const uint8_t* w, bool odd, __m512i* u, __m512* dw, __mmask
   }
 }
 
-// kCols weight rows (ldw bytes apart) times kRows activation rows (their pair blocks at x,
-// `pairs` apart), added to out[r * ldo + c] (q4_1's offsets from the ActBlocks at xb, `blocks`
-// apart). Each output's lanes and offset sum are a chain of dependent FMAs; the kRows x kCols
-// chains run interleaved (one row's alone waited on its FMA latency: 8 cycles per block pair).
+// kCols weight rows (wstride bytes apart) times kRows activation rows (their pair blocks at x,
+// `pairs` apart), added to out[r * ldo + c * ostride] (q4_1's offsets from the ActBlocks at xb,
+// `blocks` apart). Each output's lanes and offset sum are a chain of dependent FMAs; the
+// kRows x kCols chains run interleaved (one row's alone waited on its FMA latency: 8 cycles per
+// block pair). Each weight row is read with a software prefetch kPrefetchBytes ahead: rows of a
+// few hundred bytes are too short for the hardware prefetcher to find them (a 49152 x 576 q8_0
+// LM head: 4.4 -> 3.2 ms), and with a single row at a time (decode) the caller spreads the
+// kCols rows over the product (matmul.h DotStreams).
 template <Format F, int kRows, int kCols>
-inline void RowsTimesRows(const uint8_t* w, int64_t ldw, int64_t blocks, const PairAct* x,
-                          int64_t pairs, const ActBlock* xb, float* out, int64_t ldo) {
+inline void RowsTimesRows(const uint8_t* w, int64_t wstride, int64_t blocks, const PairAct* x,
+                          int64_t pairs, const ActBlock* xb, float* out, int64_t ldo,
+                          int64_t ostride) {
   constexpr int kBytes = quant::BlockBytes(F);
   __m512 acc[kRows][kCols];
   float m[kRows][kCols];
@@ -152,15 +157,13 @@ inline void RowsTimesRows(const uint8_t* w, int64_t ldw, int64_t blocks, const P
     constexpr bool odd = decltype(odd_tag)::value;
 #pragma GCC unroll 8
     for (int c = 0; c < kCols; ++c) {
-      // The next group of rows, at this position: rows of a few hundred bytes are too short
-      // for the hardware prefetcher to find them (a 49152 x 576 q8_0 LM head: 4.4 -> 3.2 ms).
-      _mm_prefetch(reinterpret_cast<const char*>(w + (c + kCols) * ldw + 2 * p * kBytes),
-                   _MM_HINT_T0);
+      const uint8_t* wp = w + c * wstride + 2 * p * kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(wp) + mm::kPrefetchBytes, _MM_HINT_T0);
       __m512i u;
       __m512 dw;
       __mmask64 neg;
       float m0 = 0, m1 = 0;
-      LoadPair<F>(w + c * ldw + 2 * p * kBytes, odd, &u, &dw, &neg, &m0, &m1);
+      LoadPair<F>(wp, odd, &u, &dw, &neg, &m0, &m1);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const PairAct& a = x[r * pairs + p];
@@ -189,7 +192,7 @@ inline void RowsTimesRows(const uint8_t* w, int64_t ldw, int64_t blocks, const P
       const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
       const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
       const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
-      out[r * ldo + c] = out[r * ldo + c] + (t + m[r][c]);
+      out[r * ldo + c * ostride] = out[r * ldo + c * ostride] + (t + m[r][c]);
     }
   }
 }
@@ -279,10 +282,11 @@ inline __m256i LaneDot256(__m256i u, __m256i s) {  // 4 u8 x s8 products per 32-
 #endif
 }
 
-// kCols weight rows (ldw bytes apart) times one activation row, added to out[c].
+// kCols weight rows (wstride bytes apart) times one activation row, added to
+// out[c * ostride]; each weight row read with a software prefetch ahead (see RowsTimesRows).
 template <Format F, int kCols>
-inline void RowsTimesRow(const uint8_t* w, int64_t ldw, int64_t blocks, const HalfAct* x,
-                         const ActBlock* xb, float* out) {
+inline void RowsTimesRow(const uint8_t* w, int64_t wstride, int64_t blocks, const HalfAct* x,
+                         const ActBlock* xb, float* out, int64_t ostride) {
   constexpr int kBytes = quant::BlockBytes(F);
   __m256 lo_acc[kCols], hi_acc[kCols];
   float m[kCols];
@@ -300,9 +304,9 @@ inline void RowsTimesRow(const uint8_t* w, int64_t ldw, int64_t blocks, const Ha
     const __m256 dx = _mm256_load_ps(a.dx);
 #pragma GCC unroll 16
     for (int c = 0; c < kCols; ++c) {
-      const uint8_t* w0 = w + c * ldw + 2 * p * kBytes;
+      const uint8_t* w0 = w + c * wstride + 2 * p * kBytes;
       const uint8_t* w1 = w0 + kBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(w0 + kCols * ldw), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w0) + mm::kPrefetchBytes, _MM_HINT_T0);
       int32_t h0, h1 = 0;  // d (and q4_1's m) of each block, converted exactly by F16C
       std::memcpy(&h0, w0, 4);
       if (odd) std::memcpy(&h1, w1, 4);
@@ -351,7 +355,7 @@ inline void RowsTimesRow(const uint8_t* w, int64_t ldw, int64_t blocks, const Ha
     const __m128 v4 = _mm_add_ps(v8lo, v8hi);
     const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
     const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
-    out[c] = out[c] + (t + m[c]);
+    out[c * ostride] = out[c * ostride] + (t + m[c]);
   }
 }
 
@@ -417,10 +421,12 @@ constexpr int32_t kW8A8Offset = 128;
 constexpr int32_t kW8A8Offset = 0;
 #endif
 
-// R activation rows times C weight rows: out[r * ldo + c] gets the definition's epilogue.
+// R activation rows times C weight rows `wstride` bytes apart: out[r * ldo + c * ostride] gets
+// the definition's epilogue. Each weight row is a stream read with a software prefetch ahead
+// (matmul.h DotStreams: several streams far apart read near the bandwidth, one does not).
 template <int R, int C>
-inline void W8A8Tile(const uint8_t* w, int64_t ldw, int64_t blocks, const W8A8Act& x, int64_t i,
-                     float* out, int64_t ldo) {
+inline void W8A8Tile(const uint8_t* w, int64_t wstride, int64_t blocks, const W8A8Act& x,
+                     int64_t i, float* out, int64_t ldo, int64_t ostride) {
   const int64_t k = blocks * quant::kBlock;
   const int8_t* q = x.q.data() + i * k;
   __m512i acc[R][C];
@@ -429,7 +435,11 @@ inline void W8A8Tile(const uint8_t* w, int64_t ldw, int64_t blocks, const W8A8Ac
   for (int64_t kk = 0; kk < k; kk += 64) {
     const __mmask64 live = k - kk >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - kk)) - 1;
     __m512i wv[C];
-    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_epi8(live, w + c * ldw + kk);
+    for (int c = 0; c < C; ++c) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + c * wstride + kk) + mm::kPrefetchBytes,
+                   _MM_HINT_T0);
+      wv[c] = _mm512_maskz_loadu_epi8(live, w + c * wstride + kk);
+    }
     for (int r = 0; r < R; ++r) {
       const __m512i qv = _mm512_maskz_loadu_epi8(live, q + r * k + kk);
       for (int c = 0; c < C; ++c) acc[r][c] = W8A8Dot(acc[r][c], wv[c], qv);
@@ -440,8 +450,8 @@ inline void W8A8Tile(const uint8_t* w, int64_t ldw, int64_t blocks, const W8A8Ac
       const int32_t sum = static_cast<int32_t>(
           static_cast<uint32_t>(_mm512_reduce_add_epi32(acc[r][c])) -
           static_cast<uint32_t>(kW8A8Offset) * static_cast<uint32_t>(x.qsum[i + r]));
-      float& o = out[r * ldo + c];
-      o = quant::W8A8Out(sum, x.sa[i + r], quant::RowScale(w + c * ldw, blocks), o);
+      float& o = out[r * ldo + c * ostride];
+      o = quant::W8A8Out(sum, x.sa[i + r], quant::RowScale(w + c * wstride, blocks), o);
     }
 }
 #endif
@@ -457,17 +467,20 @@ inline void W8A8Gemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t bloc
     return;
   }
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  // 4 x 2 (prefill) or 1 x 4 (decode: four weight rows stream at once) register blocks.
+  // 4 x 2 register blocks of adjacent rows (prefill), or per activation row four weight rows a
+  // quarter of the product apart (decode: four streams).
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) {
+    float* o = out + i * ldo;
     int64_t j = 0;
-    for (; j + 2 <= n; j += 2) W8A8Tile<4, 2>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
-    for (; j < n; ++j) W8A8Tile<4, 1>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+    for (; j + 2 <= n; j += 2) W8A8Tile<4, 2>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
+    for (; j < n; ++j) W8A8Tile<4, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
   }
+  const int64_t q = n / 4;
   for (; i < m; ++i) {
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) W8A8Tile<1, 4>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
-    for (; j < n; ++j) W8A8Tile<1, 1>(w + j * ldw, ldw, blocks, x, i, out + i * ldo + j, ldo);
+    float* o = out + i * ldo;
+    for (int64_t j = 0; j < q; ++j) W8A8Tile<1, 4>(w + j * ldw, q * ldw, blocks, x, i, o + j, ldo, q);
+    for (int64_t j = 4 * q; j < n; ++j) W8A8Tile<1, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
   }
 #else
   const int64_t k = blocks * quant::kBlock;
@@ -513,13 +526,16 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
       int64_t j = 0;
       if (rows == 8) {
         for (; j < n; ++j)
-          RowsTimesRows<F, 8, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo);
+          RowsTimesRows<F, 8, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo, 1);
       } else if (rows == 4) {
-        for (; j < n; ++j) RowsTimesRows<F, 4, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo);
-      } else {
-        for (; j + 4 <= n; j += 4)
-          RowsTimesRows<F, 1, 4>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo);
-        for (; j < n; ++j) RowsTimesRows<F, 1, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo);
+        for (; j < n; ++j)
+          RowsTimesRows<F, 4, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo, 1);
+      } else {  // four weight rows a quarter of the product apart: four streams
+        const int64_t q = n / 4;
+        for (; j < q; ++j)
+          RowsTimesRows<F, 1, 4>(w + j * ldw, q * ldw, blocks, xr, pairs, br, o + j, ldo, q);
+        for (j = 4 * q; j < n; ++j)
+          RowsTimesRows<F, 1, 1>(w + j * ldw, ldw, blocks, xr, pairs, br, o + j, ldo, 1);
       }
       i += rows;
     }
@@ -535,10 +551,10 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
   for (int64_t i = 0; i < m; ++i) {
     const HalfAct* xr = xh.data() + i * pairs;
     const ActBlock* br = xb.data() + i * blocks;
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-      RowsTimesRow<F, 8>(w + j * ldw, ldw, blocks, xr, br, out + i * ldo + j);
-    for (; j < n; ++j) RowsTimesRow<F, 1>(w + j * ldw, ldw, blocks, xr, br, out + i * ldo + j);
+    float* o = out + i * ldo;
+    const int64_t q = n / 8;  // eight weight rows a q apart: eight streams
+    for (int64_t j = 0; j < q; ++j) RowsTimesRow<F, 8>(w + j * ldw, q * ldw, blocks, xr, br, o + j, q);
+    for (int64_t j = 8 * q; j < n; ++j) RowsTimesRow<F, 1>(w + j * ldw, ldw, blocks, xr, br, o + j, 1);
   }
 #else
   for (int64_t i = 0; i < m; ++i)
