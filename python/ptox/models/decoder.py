@@ -202,8 +202,9 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
     the last token or (all_logits, prefill) of every token. `formats` names the storage of the
     projections ("w"), the embedding ("embed") and the LM head ("lm_head") where it is not f32:
-    a GGUF block format ("q4_1", ...; see gguf_file.Blocks), "w8a8" or "bf16" / "f16". `kv_f16`: the
-    KV caches hold f16 (keys and values rounded once as they are appended), else f32."""
+    a GGUF block format ("q4_1", ...; see gguf_file.Blocks), "w8a8" or "bf16" / "f16".
+    `kv_f16`: the KV caches hold f16 (keys and values rounded once as they are appended), else
+    f32."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
     w, e, h = fmt.get("w"), fmt.get("embed"), fmt.get("lm_head")
@@ -212,9 +213,8 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
     (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
     constants = dict(
         W_Q=w in _QUANTIZED, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
-        E_Q=e in _QUANTIZED, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt, H_Q=h in _QUANTIZED,
-        H_FMT=h or "", H_ROW=h_row,
-        H_DT=h_dt,
+        E_Q=e in _QUANTIZED, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt,
+        H_Q=h in _QUANTIZED, H_FMT=h or "", H_ROW=h_row, H_DT=h_dt,
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,

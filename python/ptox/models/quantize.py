@@ -26,16 +26,7 @@ import numpy as np
 from . import ModelError, load
 from . import safetensors_file
 from .config import Config
-
-# ptox weight name -> HF tensor name (of layer {i} for the per-layer ones).
-_HF_LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-             "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
-             "wo": "self_attn.o_proj", "wg": "mlp.gate_proj", "wu": "mlp.up_proj",
-             "wd": "mlp.down_proj", "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
-_HF_GLOBAL = {"embed": "model.embed_tokens.weight", "out_norm": "model.norm.weight",
-              "lm_head": "lm_head.weight"}
-PROJECTIONS = ("wq", "wk", "wv", "wo", "wg", "wu", "wd")
-
+from .safetensors_file import HF_GLOBAL, HF_LAYER, MATRICES
 
 def quantize_rows(w):
     """(q int8 [..., N, K], s f32 [..., N]) of weights w [..., N, K], per output channel."""
@@ -88,15 +79,15 @@ def quantize(src, dst, progress=None):
     """Writes the W8A8 model of `src` (HF folder or GGUF file) into the folder `dst`."""
     cfg, weights, config_json, tokenizer = _source(src)
     tensors = {}
-    for name, hf in _HF_GLOBAL.items():
+    for name, hf in HF_GLOBAL.items():
         if name in weights and not (name == "lm_head" and cfg.tied):
             tensors[hf] = weights[name]
-    for name, hf in _HF_LAYER.items():
+    for name, hf in HF_LAYER.items():
         if name not in weights:
             continue
         for i in range(cfg.n_layers):
             key = f"model.layers.{i}.{hf}.weight"
-            if name in PROJECTIONS:
+            if name in MATRICES:
                 tensors[key], tensors[key + "_scale"] = quantize_rows(weights[name][i])
             else:
                 tensors[key] = np.asarray(weights[name][i], dtype=np.float32)
@@ -109,7 +100,7 @@ def quantize(src, dst, progress=None):
         "quant_method": safetensors_file.W8A8,
         "weights": "int8, symmetric per output channel (scale = absmax / 127, round to "
                    "nearest even)",
-        "activations": "int8, dynamic per token", "modules": [_HF_LAYER[p] for p in PROJECTIONS]})
+        "activations": "int8, dynamic per token", "modules": [HF_LAYER[p] for p in MATRICES]})
     with open(os.path.join(dst, "config.json"), "w") as f:
         json.dump(config_json, f, indent=1)
     tokenizer(dst)

@@ -25,12 +25,12 @@ _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": "bfloat16", "I8": np.in
 W8A8 = "ptox-w8a8"  # config.json's quantization_config.quant_method of `ptox quantize`'s models
 
 # ptox weight name -> HF tensor name of layer {i}.
-_LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+HF_LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
           "wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
           "wo": "self_attn.o_proj", "wg": "mlp.gate_proj", "wu": "mlp.up_proj",
           "wd": "mlp.down_proj", "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm"}
-_MATRICES = ("wq", "wk", "wv", "wo", "wg", "wu", "wd")
-_GLOBAL = {"embed": "model.embed_tokens.weight", "out_norm": "model.norm.weight",
+MATRICES = ("wq", "wk", "wv", "wo", "wg", "wu", "wd")
+HF_GLOBAL = {"embed": "model.embed_tokens.weight", "out_norm": "model.norm.weight",
            "lm_head": "lm_head.weight"}
 
 
@@ -161,33 +161,33 @@ def load(folder, progress=None):
         return t
 
     def layer_names(name):
-        return [f"model.layers.{i}.{_LAYER[name]}.weight" for i in range(cfg.n_layers)]
+        return [f"model.layers.{i}.{HF_LAYER[name]}.weight" for i in range(cfg.n_layers)]
 
     quant = (config_json.get("quantization_config") or {}).get("quant_method")
     if quant not in (None, W8A8):
         raise ModelError(f"{folder}/config.json: quantization method {quant!r} is not supported "
                          f"({W8A8!r}, written by ptox quantize)")
     # The matrices' dtype: the file's when every matrix has the same 16-bit one, else f32.
-    names = [_GLOBAL[n] for n in _GLOBAL if n in shapes and n != "out_norm"]
+    names = [HF_GLOBAL[n] for n in HF_GLOBAL if n in shapes and n != "out_norm"]
     if not quant:
-        names += [t for n in _MATRICES if n in shapes for t in layer_names(n)]
+        names += [t for n in MATRICES if n in shapes for t in layer_names(n)]
     kinds = {np.dtype(tensors[t].dtype) for t in names if t in tensors}
     wide = kinds.pop() if len(kinds) == 1 else np.dtype(np.float32)
     if wide.itemsize != 2:
         wide = np.dtype(np.float32)
 
     weights = {}
-    for name, hf in _GLOBAL.items():
+    for name, hf in HF_GLOBAL.items():
         if name in shapes:
             dt = np.float32 if name == "out_norm" else wide
             weights[name] = np.asarray(get(hf, shapes[name]), dtype=dt)
-    for name in _LAYER:
-        if quant and name in _MATRICES:
+    for name in HF_LAYER:
+        if quant and name in MATRICES:
             weights[name] = _w8a8(folder, tensors, layer_names(name), shapes[name])
             if progress:
                 progress(name)
         elif name in shapes:
-            stacked = np.empty(shapes[name], wide if name in _MATRICES else np.float32)
+            stacked = np.empty(shapes[name], wide if name in MATRICES else np.float32)
             for i, t in enumerate(layer_names(name)):
                 stacked[i] = get(t, shapes[name][1:])
             weights[name] = stacked
