@@ -70,7 +70,11 @@ class Model:
             step = decoder.compile_step(self.cfg, decode, all_logits, self.target,
                                         self.threads, self.formats,
                                         self.kcache.dtype == np.float16)
-            step.constant_inputs = decoder.WEIGHTS  # matmuls keep their packed weight blocks
+            # The matmuls keep their packed blocks of f32 weights; 16-bit weights are packed
+            # per prefill instead (kept, their f32 panels would take twice the model: 0.6B-shaped
+            # bf16 prefill at T = 128 ran 7 % faster with a 4.1 GB peak, 2.3 GB without).
+            step.constant_inputs = tuple(k for k, w in zip(decoder.WEIGHTS, self._weights)
+                                         if w.dtype.itemsize != 2)
             self._steps[key] = step
         return self._steps[key]
 
