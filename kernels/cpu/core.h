@@ -15,7 +15,30 @@
 #include "kernels/abi.h"
 #include "kernels/scalar.h"
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace ptox::cpu {
+
+// f32 <-> f16 as scalar::F32ToF16 / F16ToF32 define them. F16C's vcvtps2ph (round to nearest
+// even) and vcvtph2ps give the same bits for every input — checked over all 2^32 f32 and 2^16 f16
+// values (NaN payloads, subnormals, the overflow and underflow ties included) — in one
+// instruction instead of ~30 (a decode step's f16 cache append: 11 -> ~1 us per layer).
+inline uint16_t F32ToF16(float x) {
+#if defined(__F16C__)
+  return static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  return scalar::F32ToF16(x);
+#endif
+}
+inline float F16ToF32(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return scalar::F16ToF32(h);
+#endif
+}
 
 // The orchestration ABI under the names generated code uses (pc::TaskDesc, ...).
 using abi::AccessDesc;
@@ -138,21 +161,21 @@ inline T& TileAt(char* at) {
 template <DT D>
 inline float RoundTo(float x) {
   if constexpr (D == DT::kBF16) return scalar::Bf16ToF32(scalar::F32ToBf16(x));
-  else if constexpr (D == DT::kF16) return scalar::F16ToF32(scalar::F32ToF16(x));
+  else if constexpr (D == DT::kF16) return F16ToF32(F32ToF16(x));
   else return x;
 }
 
 template <DT D>
 inline Storage<D> FromMemory(Memory<D> m) {
   if constexpr (D == DT::kBF16) return scalar::Bf16ToF32(m);
-  else if constexpr (D == DT::kF16) return scalar::F16ToF32(m);
+  else if constexpr (D == DT::kF16) return F16ToF32(m);
   else if constexpr (D == DT::kBool) return m != 0 ? 1 : 0;
   else return m;
 }
 template <DT D>
 inline Memory<D> ToMemory(Storage<D> s) {
   if constexpr (D == DT::kBF16) return scalar::F32ToBf16(s);
-  else if constexpr (D == DT::kF16) return scalar::F32ToF16(s);
+  else if constexpr (D == DT::kF16) return F32ToF16(s);
   else return s;
 }
 
