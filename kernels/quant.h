@@ -88,7 +88,7 @@ inline constexpr int64_t kW8A8MaxK = (int64_t{2147483647} / (127 * 128)) / 32 * 
 
 inline float RowScale(const uint8_t* w, int64_t blocks) {  // w8a8's s_w
   float s;
-  std::memcpy(&s, w + blocks * 32, 4);
+  std::memcpy(&s, w + blocks * kBlock, 4);
   return s;
 }
 
