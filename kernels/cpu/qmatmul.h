@@ -366,6 +366,7 @@ inline std::vector<HalfAct>& HalfBuffer() {
 
 #endif  // AVX2
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
 // w8a8: the task's activation rows quantized whole (kernels/quant.h QuantizeRow): K int8 per row,
 // with the row's s_a and the exact sum of its q (the VNNI kernel's offset correction).
 struct W8A8Act {
@@ -398,7 +399,6 @@ inline void QuantizeW8A8(const float* a, int64_t lda, int64_t m, int64_t blocks,
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
 // The exact int32 sum of products of 64 int8 pairs into 16 lanes. With VNNI, vpdpbusd takes
 // unsigned bytes first: w + 128 (w ^ 0x80) times q sums to w.q + 128 * sum(q), and the caller
 // subtracts 128 * sum(q) once per row; the lanes wrap mod 2^32, which leaves the final sum
@@ -459,40 +459,39 @@ inline void W8A8Tile(const uint8_t* w, int64_t wstride, int64_t blocks, const W8
 // out[i * ldo + j] += a's row i times w's row j (w8a8).
 inline void W8A8Gemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks,
                      const float* a, int64_t lda, const uint8_t* w, int64_t ldw) {
-  W8A8Act& x = W8A8Buffer();
-  QuantizeW8A8(a, lda, m, blocks, x);
-  if (blocks == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) out[i * ldo + j] += 0.0f;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (blocks > 0) {
+    W8A8Act& x = W8A8Buffer();
+    QuantizeW8A8(a, lda, m, blocks, x);
+    // 4 x 2 register blocks of adjacent rows (prefill), or per activation row four weight rows
+    // a quarter of the product apart (decode: four streams).
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      float* o = out + i * ldo;
+      int64_t j = 0;
+      for (; j + 2 <= n; j += 2) W8A8Tile<4, 2>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
+      for (; j < n; ++j) W8A8Tile<4, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
+    }
+    const int64_t q = n / 4;
+    for (; i < m; ++i) {
+      float* o = out + i * ldo;
+      for (int64_t j = 0; j < q; ++j)
+        W8A8Tile<1, 4>(w + j * ldw, q * ldw, blocks, x, i, o + j, ldo, q);
+      for (int64_t j = 4 * q; j < n; ++j)
+        W8A8Tile<1, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
+    }
     return;
   }
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-  // 4 x 2 register blocks of adjacent rows (prefill), or per activation row four weight rows a
-  // quarter of the product apart (decode: four streams).
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    float* o = out + i * ldo;
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) W8A8Tile<4, 2>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
-    for (; j < n; ++j) W8A8Tile<4, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
-  }
-  const int64_t q = n / 4;
-  for (; i < m; ++i) {
-    float* o = out + i * ldo;
-    for (int64_t j = 0; j < q; ++j) W8A8Tile<1, 4>(w + j * ldw, q * ldw, blocks, x, i, o + j, ldo, q);
-    for (int64_t j = 4 * q; j < n; ++j) W8A8Tile<1, 1>(w + j * ldw, ldw, blocks, x, i, o + j, ldo, 1);
-  }
-#else
-  const int64_t k = blocks * quant::kBlock;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const int8_t* q = x.q.data() + i * k;
-      const uint8_t* wr = w + j * ldw;
-      int32_t sum = 0;
-      for (int64_t t = 0; t < k; ++t) sum += static_cast<int32_t>(static_cast<int8_t>(wr[t])) * q[t];
-      out[i * ldo + j] = quant::W8A8Out(sum, x.sa[i], quant::RowScale(wr, blocks), out[i * ldo + j]);
-    }
 #endif
+  // The definition itself (kernels/quant.h): K = 0, and builds without AVX-512.
+  std::vector<ActBlock>& xb = ActBuffer();
+  xb.resize(static_cast<size_t>(std::max<int64_t>(1, m * blocks)));
+  for (int64_t i = 0; i < m; ++i)
+    quant::QuantizeRow(Format::kW8A8, a + i * lda, blocks, xb.data() + i * blocks);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      out[i * ldo + j] = quant::RowDot(Format::kW8A8, w + j * ldw, xb.data() + i * blocks,
+                                       blocks, out[i * ldo + j]);
 }
 
 // out[i * ldo + j] += a's row i times w's row j, for i < m, j < n, over `blocks` blocks.

@@ -516,6 +516,10 @@ class _Builder(ast.NodeVisitor):
                 self.fail(node, "pl.cast(scalar, dtype=...) needs dtype=")
             return self.op(node, "arith.cast", [self.operand(node.args[0])], type_text=dtype.name,
                            hint=hint)
+        if (op in ("tensor.min", "tensor.max") and len(node.args) == 2
+                and all(self.kind_of(a) in ("scalar", "imm") for a in node.args)):
+            return self.op(node, "arith." + op[len("tensor."):],
+                           [self.operand(a) for a in node.args], hint=hint)
         if op == "tile.extract":  # pl.tile.extract(t, [r, c]): one element as a scalar
             if len(node.args) != 2:
                 self.fail(node, "pl.tile.extract(tile, [row, col])")

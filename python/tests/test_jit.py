@@ -292,6 +292,28 @@ def test_tensor_comparisons_feed_select():
     np.testing.assert_array_equal(masked(x, w, check=True), np.where(x > w, x, np.float32(0)))
 
 
+def clipped_sums(x: pl.In["N", 4, pl.f32], y: pl.Out[1, 4, pl.f32]):
+    head = pl.min(x.shape[0], 3)  # scalars: arith.min / arith.max
+    tail = pl.max(x.shape[0] - 5, 1)
+    with pl.incore():
+        acc = pl.full(0.0, shape=(1, 4))
+        for i in pl.range(0, head):
+            acc = pl.tile.add(acc, pl.load(x, [i, 0], shape=(1, 4)))
+        for i in pl.range(0, tail):
+            acc = pl.tile.add(acc, pl.load(x, [i, 0], shape=(1, 4)))
+        pl.store(acc, y, [0, 0])
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_min_and_max_of_scalars_are_scalar_ops(target):
+    k = ptox.jit(clipped_sums, target=target)
+    assert "arith.min" in k.ir() and "arith.max" in k.ir()
+    for n in (1, 2, 7):
+        x = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+        want = x[:min(n, 3)].sum(0) + x[:max(n - 5, 1)].sum(0)
+        np.testing.assert_array_equal(k(x)[0], want)
+
+
 @ptox.jit
 def nested(a: pl.In["M", 8, pl.f32], b: pl.In[8, 8, pl.f32]) -> pl.Out["M", 8, pl.f32]:
     return a + pl.softmax(pl.matmul(a, b) * 0.5)

@@ -43,8 +43,9 @@ class Model:
             w.setdefault(k, np.ones((cfg.n_layers, cfg.head_dim), np.float32))
         # GGUF blocks and bf16 / f16 matrices computed on in place: the formats the step
         # programs are compiled for.
-        self.formats = {f: _format(w[k]) for f, k in (("embed", "embed"), ("lm_head", "lm_head"),
-                                                      ("w", "wq")) if _format(w[k])}
+        formats = {f: _format(w[k]) for f, k in (("embed", "embed"), ("lm_head", "lm_head"),
+                                                 ("w", "wq"))}
+        self.formats = {f: v for f, v in formats.items() if v}
         # The step takes each stacked matrix as [L * out, in] and vector as [L * n]: the same
         # memory, a layer a slice.
         arrays = {k: w[k].data if isinstance(w[k], Blocks) else w[k] for k in decoder.WEIGHTS}

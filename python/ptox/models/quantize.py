@@ -28,6 +28,7 @@ from . import safetensors_file
 from .config import Config
 from .safetensors_file import HF_GLOBAL, HF_LAYER, MATRICES
 
+
 def quantize_rows(w):
     """(q int8 [..., N, K], s f32 [..., N]) of weights w [..., N, K], per output channel."""
     w = np.asarray(w, dtype=np.float32)
