@@ -73,6 +73,9 @@ class Kernel:
         # keep the blocks they pack from them (RunOptions::constants). After changing one,
         # call forget_constants().
         self.constant_inputs = ()
+        # False: compile without fuse-elementwise, one kernel per tensor op (what fusion saves:
+        # bench/decode_bytes.py).
+        self.fuse = True
         self.function = function
         self.target = target
         self.threads = threads
@@ -96,12 +99,12 @@ class Kernel:
     def source(self, target=None):
         """The code generated for a compiled target."""
         return self._call(_core.compile, self.program, target or self.target, self.function,
-                          "source")
+                          "source", self.fuse)
 
     def stages(self, target=None, dump_dir=None):
         """(pass, IR text) after every pass of the default pipeline; with dump_dir, also written
         there as NN-<pass>.pto (as `ptox opt --dump-dir`)."""
-        stages = self._call(_core.stages, self.program, target or self.target)
+        stages = self._call(_core.stages, self.program, target or self.target, self.fuse)
         if dump_dir is not None:
             import os
             os.makedirs(dump_dir, exist_ok=True)
@@ -195,7 +198,7 @@ class Kernel:
             # Every argument given: the C++ core binds them (one call, no Python per argument).
             try:
                 ran = _core.run_direct(self.program, full, target, self.function, threads,
-                                       list(self.constant_inputs))
+                                       list(self.constant_inputs), self.fuse)
             except errors.InvalidError as e:
                 raise errors.ShapeError(self._located(e)) from None
             except errors.Error as e:
@@ -209,7 +212,7 @@ class Kernel:
                 self._check(core, target, threads)
             else:
                 _core.run(self.program, core, target, self.function, threads, check_nan,
-                          constants=list(self.constant_inputs))
+                          self.fuse, constants=list(self.constant_inputs))
         except errors.InvalidError as e:  # arguments the core refused
             raise errors.ShapeError(self._located(e)) from None
         except errors.Error as e:
@@ -225,7 +228,8 @@ class Kernel:
             else:
                 copies.append(a)
         self._call(_core.run, self.program, copies, "interp", self.function, 1, False)
-        self._call(_core.run, self.program, core, target, self.function, threads, False)
+        self._call(_core.run, self.program, core, target, self.function, threads, False,
+                   self.fuse)
         bound = self._call(_core.reorder_bound, self.program, core, self.function)
         for p, got, ref in zip(self._params, core, copies):
             if not p["is_tensor"] or p["dir"] == "in":

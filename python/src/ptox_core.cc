@@ -219,7 +219,7 @@ NB_MODULE(_core, m) {
   // bfloat16 array); raises like run otherwise.
   m.def("run_direct", [](const ptox::Program& program, const nb::tuple& args,
                          const std::string& target, const std::string& function, int threads,
-                         const std::vector<std::string>& constants) {
+                         const std::vector<std::string>& constants, bool fuse) {
     std::vector<ptox::Arg> values;
     values.reserve(args.size());
     for (nb::handle h : args) {
@@ -241,11 +241,13 @@ NB_MODULE(_core, m) {
     options.function = function;
     options.num_threads = threads;
     options.constants = constants;
+    options.fuse = fuse;
     const ptox::Status s = RunRecorded(program, values, options);
     if (!s.ok()) Raise(s);
     return true;
   }, nb::arg("program"), nb::arg("args"), nb::arg("target"), nb::arg("function"),
-     nb::arg("threads"), nb::arg("constants") = std::vector<std::string>());
+     nb::arg("threads"), nb::arg("constants") = std::vector<std::string>(),
+     nb::arg("fuse") = true);
 
   m.def("compile", [](const ptox::Program& program, const std::string& target,
                       const std::string& function, const std::string& emit, bool fuse) {

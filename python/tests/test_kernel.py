@@ -224,3 +224,28 @@ def test_profile_records_the_tasks_of_compiled_runs(tmp_path):
     with ptox.profile() as empty:
         pass
     assert empty.table.splitlines()[1:] == []
+
+
+CHAIN = """func @chain(%a: in tensor<{N}x8xf32>, %b: in tensor<{N}x8xf32>, %c: out tensor<{N}x8xf32>) {
+  %s = tensor.add %a, %b
+  %e = tensor.exp %s
+  %m = tensor.mul %e, %a
+  tensor.store %m, %c
+}
+"""
+
+
+def test_fuse_false_compiles_one_kernel_per_tensor_op(cache):
+    k = ptox.parse(CHAIN)
+    a = np.random.default_rng(3).standard_normal((5, 8), dtype=np.float32)
+    b = np.random.default_rng(4).standard_normal((5, 8), dtype=np.float32)
+    kernels = {}
+    for fuse in (True, False):
+        k.fuse = fuse
+        with ptox.profile() as p:
+            c = k(a, b, np.empty((5, 8), np.float32))  # the direct path
+        np.testing.assert_array_equal(c, k(a, b, target="interp"))
+        np.testing.assert_array_equal(k(a, b, check=True), c)  # the bound path
+        kernels[fuse] = {line.split()[0] for line in p.table.splitlines()[1:] if line.strip()}
+    assert len(kernels[True]) == 1 and len(kernels[False]) == 3, kernels
+    assert len(entries(cache)) == 2  # one build each
