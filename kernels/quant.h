@@ -200,15 +200,23 @@ inline float Tree(const float* lanes) {
   return v[0] + v[1];
 }
 
+// A row's result: acc + its value, a NaN as the quiet NaN 0x7fc00000. Whether a result is NaN
+// is fixed by the definition's order, but which NaN's payload and sign survive is not: vector
+// kernels add the same operands in other operand positions (found by the conformance suite).
+inline float Out(float acc, float value) {
+  const float r = acc + value;
+  return r != r ? __builtin_nanf("") : r;
+}
+
 // w8a8's epilogue: acc + f32(sum) * (s_a * s_w).
 inline float W8A8Out(int32_t sum, float s_a, float s_w, float acc) {
-  return acc + static_cast<float>(sum) * (s_a * s_w);
+  return Out(acc, static_cast<float>(sum) * (s_a * s_w));
 }
 
 // acc + one row of `blocks` weight blocks times the same count of activation blocks.
 inline float RowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t blocks, float acc) {
   if (f == Format::kW8A8) {
-    if (blocks == 0) return acc + 0.0f;
+    if (blocks == 0) return Out(acc, 0.0f);
     int32_t sum = 0;
     for (int64_t b = 0; b < blocks; ++b)
       for (int j = 0; j < kBlock; ++j)
@@ -219,7 +227,7 @@ inline float RowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t block
   float m = 0.0f;
   for (int64_t b = 0; b < blocks; ++b)
     BlockStep(f, w + b * BlockBytes(f), x[b], lanes + 8 * (b % 2), &m);
-  return acc + (Tree(lanes) + m);
+  return Out(acc, Tree(lanes) + m);
 }
 
 // The values one row of blocks stores: `values` (a multiple of kBlock) floats; d * q is exact in

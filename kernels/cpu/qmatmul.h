@@ -192,7 +192,7 @@ inline void RowsTimesRows(const uint8_t* w, int64_t wstride, int64_t blocks, con
       const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
       const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
       const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
-      out[r * ldo + c * ostride] = out[r * ldo + c * ostride] + (t + m[r][c]);
+      out[r * ldo + c * ostride] = quant::Out(out[r * ldo + c * ostride], t + m[r][c]);
     }
   }
 }
@@ -355,7 +355,7 @@ inline void RowsTimesRow(const uint8_t* w, int64_t wstride, int64_t blocks, cons
     const __m128 v4 = _mm_add_ps(v8lo, v8hi);
     const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
     const float t = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
-    out[c * ostride] = out[c * ostride] + (t + m[c]);
+    out[c * ostride] = quant::Out(out[c * ostride], t + m[c]);
   }
 }
 
