@@ -226,7 +226,8 @@ def test_profile_records_the_tasks_of_compiled_runs(tmp_path):
     assert empty.table.splitlines()[1:] == []
 
 
-CHAIN = """func @chain(%a: in tensor<{N}x8xf32>, %b: in tensor<{N}x8xf32>, %c: out tensor<{N}x8xf32>) {
+CHAIN = """func @chain(%a: in tensor<{N}x8xf32>, %b: in tensor<{N}x8xf32>,
+             %c: out tensor<{N}x8xf32>) {
   %s = tensor.add %a, %b
   %e = tensor.exp %s
   %m = tensor.mul %e, %a

@@ -25,7 +25,9 @@ struct Tiling {
   int64_t tm, tk, tn;
 };
 
-int64_t RowBytes(const Format& f, int64_t k) { return f.block_bytes ? k / 32 * f.block_bytes : k + 4; }
+int64_t RowBytes(const Format& f, int64_t k) {
+  return f.block_bytes ? k / 32 * f.block_bytes : k + 4;
+}
 
 Spec QmatmulSpec(const Format& fmt, const Tiling& t) {
   const std::string name = std::string("qmatmul") + t.tag + "_" + fmt.name;
@@ -33,10 +35,10 @@ Spec QmatmulSpec(const Format& fmt, const Tiling& t) {
   const std::string tm = std::to_string(t.tm), tk = std::to_string(t.tk),
                     tn = std::to_string(t.tn);
   // K tiles of tk values are tk / 32 blocks, at byte kk / 32 * block_bytes of each weight row.
-  const std::string kb = fmt.block_bytes
-                             ? "          %kq = arith.div %kk, 32\n          %kb = arith.mul %kq, " +
-                                   std::to_string(fmt.block_bytes) + "\n"
-                             : "          %kb = arith.mul %kk, 1\n";
+  const std::string kb =
+      fmt.block_bytes ? "          %kq = arith.div %kk, 32\n"
+                        "          %kb = arith.mul %kq, " + std::to_string(fmt.block_bytes) + "\n"
+                      : "          %kb = arith.mul %kk, 1\n";
   const std::string text =
       "func @" + name + "(%a: in tensor<{M}x{K}xf32>, %w: in tensor<{N}x{KB}xi8>, "
       "%c: out tensor<{M}x{N}xf32>) {\n"
