@@ -456,6 +456,15 @@ inline void W8A8Tile(const uint8_t* w, int64_t wstride, int64_t blocks, const W8
 }
 #endif
 
+// out[i * ldo + j] += the definition's product (quant::RowDot) of activation row i's quantized
+// blocks (xb, `blocks` per row) with w's row j: the kernels' fallback.
+inline void RowDots(Format f, float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks,
+                    const ActBlock* xb, const uint8_t* w, int64_t ldw) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      out[i * ldo + j] = quant::RowDot(f, w + j * ldw, xb + i * blocks, blocks, out[i * ldo + j]);
+}
+
 // out[i * ldo + j] += a's row i times w's row j (w8a8).
 inline void W8A8Gemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks,
                      const float* a, int64_t lda, const uint8_t* w, int64_t ldw) {
@@ -488,10 +497,7 @@ inline void W8A8Gemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t bloc
   xb.resize(static_cast<size_t>(std::max<int64_t>(1, m * blocks)));
   for (int64_t i = 0; i < m; ++i)
     quant::QuantizeRow(Format::kW8A8, a + i * lda, blocks, xb.data() + i * blocks);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      out[i * ldo + j] = quant::RowDot(Format::kW8A8, w + j * ldw, xb.data() + i * blocks,
-                                       blocks, out[i * ldo + j]);
+  RowDots(Format::kW8A8, out, ldo, m, n, blocks, xb.data(), w, ldw);
 }
 
 // out[i * ldo + j] += a's row i times w's row j, for i < m, j < n, over `blocks` blocks.
@@ -556,9 +562,7 @@ void QGemm(float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks, const 
     for (int64_t j = 8 * q; j < n; ++j) RowsTimesRow<F, 1>(w + j * ldw, ldw, blocks, xr, br, o + j, 1);
   }
 #else
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      out[i * ldo + j] = quant::RowDot(F, w + j * ldw, xb.data() + i * blocks, blocks, out[i * ldo + j]);
+  RowDots(F, out, ldo, m, n, blocks, xb.data(), w, ldw);
 #endif
   }
 }
