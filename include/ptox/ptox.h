@@ -79,7 +79,7 @@ class Program {
 inline constexpr int kMaxThreads = 1024;
 
 // The worker threads a run gets when RunOptions::num_threads is 0: PTOX_NUM_THREADS when it is an
-// integer in [1, kMaxThreads] (a warning on stderr otherwise), else one per core.
+// integer in [1, kMaxThreads] (a warning on stderr otherwise), else one per CPU this process may run on (its affinity mask, as nproc counts).
 int DefaultThreads();
 
 struct RunOptions {
@@ -164,6 +164,7 @@ struct CacheInfo {
   std::string dir;
   int64_t entries = 0;
   int64_t bytes = 0;
+  int64_t corrupt = 0;  // entries that fail their checks (they are rebuilt when next used)
 };
 Result<CacheInfo> GetCacheInfo();
 // Removes every cache entry; returns the number of files removed.

@@ -31,7 +31,8 @@ from .kernel import Kernel  # noqa: E402
 from .profile import profile  # noqa: E402
 from . import lang  # noqa: E402
 
-__all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "cache_dir",
+__all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "build_manifest",
+           "cache_dir",
            "lang", "profile",
            "Error", "InvalidError", "CompileError", "ShapeError", "UnsupportedError",
            "ToolchainError", "KernelError", "CheckError", "InternalError", "__version__"]
@@ -40,6 +41,15 @@ __all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets",
 def available_targets():
     """The targets this host runs, best first ("interp" last)."""
     return _core.available_targets()
+
+
+def build_manifest():
+    """What this package was built from and how (as `ptox version --verbose --json`): version,
+    commit, whether the tree was dirty, the source tree id, build time, compiler and flags, and
+    per target the identity its compile cache entries are keyed on. `ptox doctor` compares it
+    with the CLI's to find a stale package; benchmarks record it."""
+    import json
+    return json.loads(_core.build_manifest_json())
 
 
 def cache_dir():

@@ -16,6 +16,7 @@
 
 #include "ptox/bandwidth.h"
 #include "ptox/fma_peak.h"
+#include "ptox/manifest.h"
 #include "ptox/ptox.h"
 
 namespace nb = nanobind;
@@ -296,6 +297,7 @@ NB_MODULE(_core, m) {
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
   m.def("cache_dir", &ptox::CacheDir);
+  m.def("build_manifest_json", [] { return ptox::GetBuildManifest().ToJson(); });
   // Memory bandwidth ceilings (GB/s: median, min, max) for benchmarks; the GIL is released.
   m.def("bandwidth", [](const std::string& kind, int threads, int64_t bytes, int reps) {
     if (kind != "triad" && kind != "read") throw nb::value_error("kind is 'triad' or 'read'");

@@ -251,7 +251,7 @@ Result<CacheInfo> GetCacheInfo() {
   CacheInfo info;
   Status s = Guard([&] {
     driver::CompileCache::Info i = driver::CompileCache().Stats();
-    info = {i.dir, i.entries, i.bytes};
+    info = {i.dir, i.entries, i.bytes, i.corrupt};
   });
   if (!s.ok()) return s;
   return info;

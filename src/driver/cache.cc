@@ -6,7 +6,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -174,14 +173,6 @@ bool Install(const std::string& dir, const std::string& base, const std::string&
 
 }  // namespace
 
-std::string HashHex(std::string_view data) {
-  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
-
 CompileCache::CompileCache() : dir_(ptox::CacheDir()) {
   Create(dir_);
   writable_ = CheckTrust(dir_);
@@ -248,12 +239,40 @@ CompileCache::Info CompileCache::Stats() const {
   Info info;
   info.dir = dir_;
   std::error_code ec;
+  std::vector<fs::path> records;
   for (const auto& e : fs::directory_iterator(info.dir, ec)) {
     if (!e.is_regular_file(ec)) continue;
-    if (e.path().extension() == ".sum") ++info.entries;
+    if (e.path().extension() == ".sum") records.push_back(e.path());
     info.bytes += static_cast<int64_t>(e.file_size(ec));
   }
+  info.entries = static_cast<int64_t>(records.size());
+  FolderLock lock(dir_, /*exclusive=*/false);
+  for (const fs::path& sum : records)
+    if (!Intact(sum)) ++info.corrupt;
   return info;
+}
+
+bool CompileCache::Intact(const std::filesystem::path& sum) {
+  // The record names the artifact's hash but not its extension: the artifact is the one
+  // <key>.<ext> beside it (temporary files carry ".tmp." and are not entries).
+  const std::string key = sum.stem().string();
+  std::optional<std::string> record = ReadTrusted(sum.string());
+  if (!record) return false;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(sum.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().stem() != key || name.find(".tmp.") != std::string::npos ||
+        e.path().extension() == ".sum")
+      continue;
+    std::optional<std::string> artifact = ReadTrusted(e.path().string());
+    if (!artifact) return false;
+    const std::string head = std::string(kRecordMagic) + "\nkey " + key + "\nidentity ";
+    const std::string tail = "\nso " + HashHex(*artifact) + "\n";
+    return record->rfind(head, 0) == 0 && record->size() > head.size() + tail.size() &&
+           record->compare(record->size() - tail.size(), tail.size(), tail) == 0 &&
+           artifact->find(targets::KeyStamp(key)) != std::string::npos;
+  }
+  return false;  // a record without its artifact
 }
 
 int64_t CompileCache::Clear() const { return cache_files::RemoveAll(dir_); }

@@ -8,14 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 
-namespace ptox::driver {
+#include "support/hash.h"
 
-// Lower-case hex of the XXH3-128 hash of `data`.
-std::string HashHex(std::string_view data);
+namespace ptox::driver {
 
 class CompileCache {
  public:
@@ -53,8 +53,12 @@ class CompileCache {
     std::string dir;
     int64_t entries = 0;
     int64_t bytes = 0;
+    int64_t corrupt = 0;  // entries that would be rebuilt: a record or artifact that fails a check
   };
   Info Stats() const;
+  // Whether the entry recorded by `sum` (<key>.sum) passes every check a lookup makes except the
+  // build identity, which only its target knows.
+  static bool Intact(const std::filesystem::path& sum);
   // Removes every entry and the leftovers of builds that are no longer running; returns how
   // many files went.
   int64_t Clear() const;

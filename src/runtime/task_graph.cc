@@ -10,6 +10,8 @@
 // finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
 #include "runtime/task_graph.h"
 
+#include <sched.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -355,8 +357,12 @@ int Executor::DefaultThreads() {
                        kMaxThreads));
     });
   }
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, kMaxThreads));
+  // The CPUs this process may run on (taskset, a container's cpuset), as nproc counts them.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  unsigned n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n == 0) n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(std::min<unsigned>(n, kMaxThreads));
 }
 
 Executor& Executor::Default() {

@@ -6,6 +6,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -85,6 +86,9 @@ class CompiledTarget : public Target {
   // Everything besides the source that determines the artifact: compiler identity, flags, ABI
   // and kernel-library version. Cheap (no process is spawned).
   virtual std::string BuildIdentity() const = 0;
+  // BuildIdentity's parts a person reads, as (name, value): the compiler, its flags, the kernel
+  // library (a hash of its text), the ABI version. For the build manifest.
+  virtual std::vector<std::pair<std::string, std::string>> IdentityParts() const = 0;
   // The file name extension of the artifact ("so"); the cache names its entries with it.
   virtual std::string_view artifact_extension() const = 0;
   // Builds `source` into an artifact at `out_path` that carries KeyStamp(key). Throws

@@ -22,8 +22,9 @@ Handler RegisterCache(CLI::App& app) {
     }
     Result<CacheInfo> info = GetCacheInfo();
     if (!info.ok()) return Fail(info.status());
-    std::printf("dir: %s\nentries: %lld\nbytes: %lld\n", info->dir.c_str(),
-                static_cast<long long>(info->entries), static_cast<long long>(info->bytes));
+    std::printf("dir: %s\nentries: %lld\nbytes: %lld\ncorrupt: %lld\n", info->dir.c_str(),
+                static_cast<long long>(info->entries), static_cast<long long>(info->bytes),
+                static_cast<long long>(info->corrupt));
     return 0;
   };
 }

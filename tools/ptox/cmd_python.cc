@@ -15,20 +15,13 @@
 namespace ptox::cli {
 namespace {
 
-std::string Python() {
-  if (const char* p = std::getenv("PTOX_PYTHON"); p != nullptr && *p != '\0') return p;
-  const std::string venv = std::string(PTOX_SOURCE_DIR) + "/.venv/bin/python";
-  if (access(venv.c_str(), X_OK) == 0) return venv;
-  return "python3";
-}
-
 Handler RegisterPython(CLI::App& app, const char* name, const char* module,
                        const std::string& description) {
   CLI::App* cmd = app.add_subcommand(name, description);
   cmd->prefix_command();  // every argument goes to the Python program, --help included
   cmd->set_help_flag();
   return [cmd, name, module] {
-    const std::string python = Python();
+    const std::string python = PythonExecutable();
     std::vector<std::string> args = {python, "-m", module};
     for (const std::string& a : cmd->remaining()) args.push_back(a);
     std::vector<char*> argv;
@@ -43,6 +36,13 @@ Handler RegisterPython(CLI::App& app, const char* name, const char* module,
 }
 
 }  // namespace
+
+std::string PythonExecutable() {
+  if (const char* p = std::getenv("PTOX_PYTHON"); p != nullptr && *p != '\0') return p;
+  const std::string venv = std::string(PTOX_SOURCE_DIR) + "/.venv/bin/python";
+  if (access(venv.c_str(), X_OK) == 0) return venv;
+  return "python3";
+}
 
 Handler RegisterGenerate(CLI::App& app) {
   return RegisterPython(app, "generate", "ptox.models.generate",

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "ptox/manifest.h"
 #include "ptox/ptox.h"
 #include "ptox/status.h"
 
@@ -20,6 +21,13 @@ Handler RegisterCompile(CLI::App& app);
 Handler RegisterCache(CLI::App& app);
 Handler RegisterGenerate(CLI::App& app);
 Handler RegisterQuantize(CLI::App& app);
+Handler RegisterVersion(CLI::App& app);
+
+// The Python that runs the subcommands written in Python and that `ptox doctor` checks:
+// $PTOX_PYTHON, else the project's virtual environment, else python3 on PATH.
+std::string PythonExecutable();
+// "bf1b0ea5e606-dirty": a build manifest's commit, short (as git describe --dirty).
+std::string ShortCommit(const BuildManifest& m);
 
 // Prints a failed status to stderr and returns its exit code (DESIGN.md: 1 invalid, 2
 // unsupported, 3 toolchain, 4 runtime, 70 internal).

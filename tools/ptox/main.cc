@@ -1,4 +1,4 @@
-// ptox CLI entry point: `ptox <run|bench|compile|opt|cache|doctor|generate|quantize> ...`, `ptox --version`.
+// ptox CLI entry point: `ptox <run|bench|compile|opt|cache|doctor|generate|quantize|version> ...`, `ptox --version`.
 // Artifacts go to stdout, diagnostics to stderr.
 #include <cstdio>
 #include <exception>
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, Handler> handlers;
   for (auto reg :
        {RegisterRun, RegisterBench, RegisterCompile, RegisterOpt, RegisterCache, RegisterDoctor,
-        RegisterGenerate, RegisterQuantize}) {
+        RegisterGenerate, RegisterQuantize, RegisterVersion}) {
     size_t before = app.get_subcommands({}).size();
     Handler h = reg(app);
     handlers[app.get_subcommands({})[before]] = std::move(h);

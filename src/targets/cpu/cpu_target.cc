@@ -20,6 +20,7 @@
 #include "ptox/cpu_features.h"
 #include "ptox/files.h"
 #include "ptox/subprocess.h"
+#include "support/hash.h"
 #include "support/warn.h"
 #include "targets/cpu/codegen.h"
 #include "targets/cpu/cpu_target.h"
@@ -247,6 +248,17 @@ std::string CpuTarget::BuildIdentity() const {
   for (const std::string& e : CompilerEnvironment())
     if (e.rfind("TMPDIR=", 0) != 0) id += "\n  " + e;
   return id + "\n" + KernelLibraryText();
+}
+
+std::vector<std::pair<std::string, std::string>> CpuTarget::IdentityParts() const {
+  std::string flags;
+  for (const std::string& f : Flags()) flags += (flags.empty() ? "" : " ") + f;
+  const std::string& cc = CompilerPath();
+  return {{"compiler", cc.empty() ? "none found (install g++ or set PTOX_CXX)" : CompilerIdentity()},
+          {"flags", flags},
+          {"kernels", KernelsRoot() + "/kernels"},
+          {"kernel library", HashHex(KernelLibraryText())},
+          {"abi", std::to_string(abi::kAbiVersion)}};
 }
 
 void CpuTarget::Build(const std::string& source, const std::string& key,

@@ -22,6 +22,7 @@ class CpuTarget final : public CompiledTarget {
   const Capabilities& caps() const override { return caps_; }
   std::string Source(const ir::Func& func) const override;
   std::string BuildIdentity() const override;
+  std::vector<std::pair<std::string, std::string>> IdentityParts() const override;
   std::string_view artifact_extension() const override { return "so"; }
   std::unique_ptr<ProgramState> NewProgramState() const override;
   void Build(const std::string& source, const std::string& key,

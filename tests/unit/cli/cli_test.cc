@@ -1,4 +1,4 @@
-// The ptox binary as a user runs it: --version, doctor, run (summaries, .npy inputs and
+// The ptox binary as a user runs it: --version, run (summaries, .npy inputs and
 // outputs, symbolic dims, --check, exit codes for bad input; inputs must never be modified) and
 // bench (timing lines, --json records, flag errors).
 #include <gtest/gtest.h>
@@ -87,34 +87,6 @@ TEST(Cli, Version) {
   ProcessResult r = Ptox({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("ptox ", 0), 0u) << r.out;
-}
-
-TEST(Doctor, ChecksAndReportsIsa) {
-  ProcessResult r = Ptox({"doctor"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("avx512f"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("cache dir"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("threads: "), std::string::npos) << r.out;
-  if (FindExecutable("g++")) {  // the line quotes `g++ --version`
-    EXPECT_NE(r.out.find("ok   g++: g++ ("), std::string::npos) << r.out;
-  }
-  for (const std::string& line : Lines(r.out)) {
-    bool tagged =
-        line.rfind("ok   ", 0) == 0 || line.rfind("warn ", 0) == 0 || line.rfind("fail ", 0) == 0;
-    EXPECT_TRUE(tagged) << line;
-    if (line.rfind("ok", 0) != 0) {
-      EXPECT_NE(line.find("(fix: "), std::string::npos) << line;
-    }
-  }
-}
-
-TEST(Doctor, UnwritableCacheDirFails) {
-  setenv("PTOX_CACHE_DIR", "/proc/ptox-cannot-exist", 1);
-  ProcessResult r = Ptox({"doctor"});
-  unsetenv("PTOX_CACHE_DIR");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("fail cache dir: /proc/ptox-cannot-exist"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(fix: set PTOX_CACHE_DIR"), std::string::npos) << r.out;
 }
 
 TEST(RunErrors, MissingFileIsInvalidInput) {

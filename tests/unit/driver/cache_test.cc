@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "driver/cache.h"
+#include "ptox/manifest.h"
 #include "targets/target.h"
 #include "tests/unit/driver/driver_test_util.h"
 
@@ -92,6 +93,25 @@ TEST_F(DriverTest, CacheCommandsAndClearCache) {
   ASSERT_TRUE(removed.ok()) << removed.status().message();
   EXPECT_EQ(*removed, 2);
   EXPECT_TRUE(CacheFiles().empty());
+}
+
+// The identity the build manifest reports per target (`ptox version --verbose`) is the one the
+// cache records for that target's entries, and `cache info` counts intact entries as such.
+TEST_F(DriverTest, ManifestNamesTheIdentityEntriesAreKeyedOn) {
+  const std::string target = testing::BestCpu();
+  const std::string so = BinaryPath(UniqueScale(), target);
+  std::string identity;
+  for (const TargetManifest& t : GetBuildManifest().targets)
+    if (t.name == target) identity = t.identity;
+  ASSERT_EQ(identity.size(), 32u) << target;
+  const std::string record = ReadFile(so.substr(0, so.size() - 3) + ".sum");
+  EXPECT_NE(record.find("\nidentity " + identity + "\n"), std::string::npos) << record;
+  Result<CacheInfo> info = GetCacheInfo();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->corrupt, 0);
+  testing::WriteFile(so, ReadFile(so) + "appended");
+  EXPECT_EQ(GetCacheInfo()->corrupt, 1);
+  EXPECT_NE(Ptox({"cache", "info"}).out.find("\ncorrupt: 1\n"), std::string::npos);
 }
 
 TEST_F(DriverTest, KeyChangesWithTheIr) {
