@@ -79,7 +79,8 @@ class Program {
 inline constexpr int kMaxThreads = 1024;
 
 // The worker threads a run gets when RunOptions::num_threads is 0: PTOX_NUM_THREADS when it is an
-// integer in [1, kMaxThreads] (a warning on stderr otherwise), else one per CPU this process may run on (its affinity mask, as nproc counts).
+// integer in [1, kMaxThreads] (a warning on stderr otherwise), else one per CPU this process may
+// run on (its affinity mask, as nproc counts).
 int DefaultThreads();
 
 struct RunOptions {

@@ -105,8 +105,8 @@ class Graph {
   std::chrono::steady_clock::time_point start_;
 };
 
-// A fixed pool of `threads` threads (one per CPU of the affinity mask by default; PTOX_NUM_THREADS overrides): the
-// thread that waits for a graph (in Graph::Wait, or in Submit when the window is full) runs ready
+// A fixed pool of `threads` threads (by default one per CPU of the affinity mask; PTOX_NUM_THREADS
+// overrides): the thread that waits for a graph (in Graph::Wait, or in Submit when the window is full) runs ready
 // tasks itself, so there are threads - 1 worker threads — with one thread, tasks run on the
 // caller with no hand-off between cores. A worker that runs out of tasks spins (yielding) for
 // kSpinUs before it sleeps on a condition variable: waking a sleeping thread on another vCPU
