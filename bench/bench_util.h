@@ -4,11 +4,20 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include "ptox/manifest.h"
 
 namespace ptox::bench {
 
 using Clock = std::chrono::steady_clock;
+
+// The first member of every benchmark's JSON object: the build that was measured
+// (ptox/manifest.h), so results name the commit, compiler, flags and kernel library.
+inline std::string ManifestMember() {
+  return "  \"manifest\": " + GetBuildManifest().ToJson() + ",\n";
+}
 
 inline double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();

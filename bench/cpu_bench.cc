@@ -302,7 +302,8 @@ void Report(const std::vector<Row>& rows, double triad_gbs, const std::string& j
             FILE* md) {
   std::fprintf(md, "| benchmark | target | median | min | max | unit | %% of triad |\n");
   std::fprintf(md, "|---|---|---:|---:|---:|---|---:|\n");
-  std::string json = "{\n  \"triad_gbs\": " + std::to_string(triad_gbs) + ",\n  \"rows\": [\n";
+  std::string json = "{\n" + ptox::bench::ManifestMember() + "  \"triad_gbs\": " +
+                     std::to_string(triad_gbs) + ",\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const bool bw = r.unit == "GB/s";

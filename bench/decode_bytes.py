@@ -79,8 +79,8 @@ def main():
               f"{u['ms']:.2f} / {f['ms']:.2f} | {u['mb'] - f['mb']:.2f} |")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(dict(model=str(model.path), formats=model.formats, threads=args.threads,
-                           rows=rows), out, indent=1)
+            json.dump(dict(manifest=ptox.build_manifest(), model=str(model.path),
+                           formats=model.formats, threads=args.threads, rows=rows), out, indent=1)
 
 
 if __name__ == "__main__":

@@ -666,7 +666,8 @@ def peak_table(rows):
 
 def report(rows, json_path):
     with open(json_path, "w") as f:
-        json.dump({"ptox": ptox.__version__, "rows": rows}, f, indent=1)
+        json.dump({"ptox": ptox.__version__, "manifest": ptox.build_manifest(), "rows": rows}, f,
+                  indent=1)
     smol = [r for r in rows if r.get("model") != QWEN3]
     qwen = [r for r in rows if r.get("model") == QWEN3]
     if any(r["kind"] in ("decode", "prefill") for r in smol):

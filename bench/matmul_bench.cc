@@ -494,7 +494,8 @@ double Ceiling(const Row& row) {
 
 void WriteJson(const std::string& path, const std::string& corename) {
   std::ofstream out(path);
-  out << "{\n  \"openblas_coretype\": \"" << std::getenv("OPENBLAS_CORETYPE")
+  out << "{\n" << ptox::bench::ManifestMember() << "  \"openblas_coretype\": \""
+      << std::getenv("OPENBLAS_CORETYPE")
       << "\",\n  \"openblas_core\": \"" << corename << "\",\n  \"reps\": " << g_reps
       << ",\n  \"rows\": [\n";
   for (size_t i = 0; i < g_rows.size(); ++i) {

@@ -150,7 +150,8 @@ def main():
             f"{gbs:.1f} GB/s = {100 * gbs / triad[0]:.0f} % of the triad")
         row(f"{name} 4096x4096 f32, .pto text, 1 thread", t_pto, "ms",
             f"jit / text = {t_py[0] / t_pto[0]:.3f}x (target within 5 %)")
-    pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    pathlib.Path(args.json).write_text(
+        json.dumps({"manifest": ptox.build_manifest(), "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -253,7 +253,8 @@ Row MeasureRawGraph(int threads, bool with_access) {
 void Report(const std::vector<Row>& rows, const std::string& json_path, FILE* md) {
   std::fprintf(md, "| benchmark | median | min | max | unit | note |\n");
   std::fprintf(md, "|---|---:|---:|---:|---|---|\n");
-  std::string json = "{\n  \"reps\": " + std::to_string(kReps) + ",\n  \"rows\": [\n";
+  std::string json = "{\n" + ptox::bench::ManifestMember() + "  \"reps\": " +
+                     std::to_string(kReps) + ",\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     std::fprintf(md, "| %s | %.3f | %.3f | %.3f | %s | %s |\n", r.name.c_str(), r.s.median, r.s.min,

@@ -448,6 +448,7 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
   std::fprintf(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Json j = {{"shape", {nrows, cols}}, {"reps", reps},           {"torch", torch_note},
             {"malloc", malloc_mode},  {"triad", Json::array()}, {"rows", Json::array()}};
+  j["manifest"] = Json::parse(ptox::GetBuildManifest().ToJson());  // the build measured
   for (size_t i = 0; i < threads.size(); ++i)
     j["triad"].push_back({{"threads", threads[i]},
                           {"gbs_median", triad[i]},

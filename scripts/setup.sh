@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev                                      # compile-cache hashing
   libhwy-dev                                         # portable SIMD (CPU backend)
   binutils python3 python3-venv                      # objdump; lit runs on python3; .venv
+  git                                                # the build manifest's commit; update.sh
   python3-numpy                                      # tests/e2e/numpy_check.py (reference)
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )

@@ -48,12 +48,19 @@ def _copy_truncated(src, dst, keep):
         g.write(f.read(keep))
 
 
+def test_check_reads_the_default_models_configuration_without_loading_it(smollm2):
+    cfg = models.check()
+    assert (cfg.arch, cfg.n_layers, cfg.d_model) == ("llama", 30, 576)
+
+
+# `check` (what `ptox doctor` runs on the default model) refuses what `load` refuses.
+@pytest.mark.parametrize("read", [gguf_file.load, gguf_file.check])
 @pytest.mark.parametrize("keep", [0, 7, 4096, 2_000_000, 60_000_000])
-def test_a_truncated_gguf_is_an_error_naming_the_file(smollm2, tmp_path, keep):
+def test_a_truncated_gguf_is_an_error_naming_the_file(smollm2, tmp_path, keep, read):
     bad = tmp_path / "cut.gguf"
     _copy_truncated(smollm2, bad, keep)
     with pytest.raises(ModelError, match=str(bad)):
-        gguf_file.load(str(bad))
+        read(str(bad))
 
 
 def test_a_missing_file_and_a_foreign_file_are_errors(tmp_path):
@@ -114,10 +121,11 @@ def test_a_well_formed_tiny_gguf_loads(tmp_path):
     (dict(kind={"blk.0.ffn_down.weight": np.int32}),
      "tensor blk.0.ffn_down.weight has type I32"),
 ])
-def test_a_gguf_that_does_not_fit_its_architecture_names_the_tensor(tmp_path, make, match):
+@pytest.mark.parametrize("read", [gguf_file.load, gguf_file.check])
+def test_a_gguf_that_does_not_fit_its_architecture_names_the_tensor(tmp_path, make, match, read):
     path = _tiny_gguf(tmp_path / "bad.gguf", **make)
     with pytest.raises(ModelError, match=match):
-        gguf_file.load(str(path))
+        read(str(path))
 
 
 @pytest.mark.parametrize("corrupt,match", [
