@@ -252,9 +252,11 @@ nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// {"manifest": the build measured (ptox/manifest.h), "records": one per program and thread count}.
 nlohmann::json ToJson(const std::vector<Record>& records,
                       const std::vector<std::string>& constants) {
-  nlohmann::json out = nlohmann::json::array();
+  nlohmann::json out = {{"manifest", nlohmann::json::parse(GetBuildManifest().ToJson())},
+                        {"records", nlohmann::json::array()}};
   for (const Record& r : records) {
     nlohmann::json j = {
         {"program", r.c->program},
@@ -276,7 +278,7 @@ nlohmann::json ToJson(const std::vector<Record>& records,
         {"peak_fraction", OrNull(r.PeakFraction())},
         {"constants", constants}};
     if (r.c->file) j["file"] = *r.c->file;
-    out.push_back(std::move(j));
+    out["records"].push_back(std::move(j));
   }
   return out;
 }
@@ -352,7 +354,7 @@ Handler RegisterBench(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--no-fuse", args->no_fuse,
                 "compiled targets: one kernel per tensor op (skip fuse-elementwise)");
-  sub->add_option("--json", args->json_path, "also write the results as a JSON array to PATH");
+  sub->add_option("--json", args->json_path, "also write the build manifest and the results as JSON to PATH");
   AddInputOptions(*sub, args->in);
   return [args] { return BenchCommand(*args); };
 }

@@ -356,7 +356,8 @@ TEST(Bench, PeakIsThatOfTheTargetsIsa) {
       ProcessResult r = Ptox({"bench", "--matmul", "32x32x32", "--dtype", dtype, "--reps", "1",
                               "--threads", "1", "--target", target, "--json", dir / "p.json"});
       ASSERT_EQ(r.exit_code, 0) << target << ": " << r.err;
-      nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "p.json"), nullptr, false);
+      nlohmann::json j =
+          nlohmann::json::parse(ReadFile(dir / "p.json"), nullptr, false)["records"];
       ASSERT_TRUE(j.is_array() && j.size() == 1u) << ReadFile(dir / "p.json");
       const std::string isa = j[0]["fma_isa"], peak = j[0]["peak"], where = target + " " + dtype;
       if (target == "cpu-avx2") {
@@ -396,8 +397,10 @@ TEST(Bench, JsonHasOneRecordPerShapeAndThreadCount) {
   ProcessResult r = Ptox({"bench", "--matmul", "64x32x48,16x8x4", "--dtype", "bf16", "--reps", "2",
                           "--threads", "1", "--target", "cpu", "--json", dir / "b.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << ReadFile(dir / "b.json");
+  nlohmann::json all = nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false);
+  ASSERT_FALSE(all.is_discarded()) << ReadFile(dir / "b.json");
+  EXPECT_EQ(all["manifest"], nlohmann::json::parse(Ptox({"version", "--json"}).out));
+  nlohmann::json j = all["records"];
   ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 2u) << j.dump(2);
   for (const char* key :
@@ -430,7 +433,8 @@ TEST(Bench, ConstWeightsAreRecorded) {
   ProcessResult r = Ptox({"bench", "--matmul", "64x32x48", "--reps", "2", "--threads", "1",
                           "--target", "cpu", "--const", "b", "--json", dir / "b.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json j = nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false);
+  nlohmann::json j =
+      nlohmann::json::parse(ReadFile(dir / "b.json"), nullptr, false)["records"];
   ASSERT_TRUE(j.is_array() && j.size() == 1u) << ReadFile(dir / "b.json");
   EXPECT_EQ(j[0]["constants"], nlohmann::json::array({"b"}));
 }
