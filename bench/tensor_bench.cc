@@ -534,8 +534,12 @@ int DefaultThreads() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path = "tensor_bench.json", md_path, only, python = "/usr/bin/python3";
-  std::string script = (fs::path(__FILE__).parent_path() / "torch_baseline.py").string();
+  // torch from the project's venv (scripts/setup.sh --bench installs PyPI's current one there).
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path();
+  std::string json_path = "tensor_bench.json", md_path, only,
+              python = fs::exists(root / ".venv/bin/python") ? (root / ".venv/bin/python").string()
+                                                              : "/usr/bin/python3";
+  std::string script = (root / "bench" / "torch_baseline.py").string();
   int64_t rows = 4096, cols = 4096;
   int reps = 15;
   bool torch = true, heap = false;

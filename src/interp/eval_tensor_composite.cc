@@ -37,14 +37,16 @@ class Steps {
 };
 
 // softmax: m = reduce_max(x, axis, keep); s = x - m; e = exp(s); z = sum(e, axis, keep);
-// y = e / z. log_softmax: the same up to z; l = log(z); y = s - l.
+// r = recip(z); y = e * r (a division per row and a product per element, as fast kernels do: a
+// division per element costs more than the rest of the softmax). log_softmax: the same up to z;
+// l = log(z); y = s - l.
 Dense Softmax(const Steps& st, const Dense& x, bool log) {
   const int axis = st.Axis(x);
   Dense m = st.Max(x, axis);
   Dense s = st.Sub(x, m);
   Dense e = Unary(Fn::kExp, s);
   Dense z = st.Sum(e, axis);
-  if (!log) return st.Div(e, z);
+  if (!log) return st.Mul(e, Unary(Fn::kRecip, z));
   return st.Sub(s, Unary(Fn::kLog, z));
 }
 

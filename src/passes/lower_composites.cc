@@ -40,7 +40,10 @@ void LowerSoftmax(BlockWriter& w, const ir::OpStmt& op, bool log) {
   ir::Value s = w.Op(OpCode::kTensorSub, {x, m}, {}, {}, "shifted");
   ir::Value e = w.Op(OpCode::kTensorExp, {s}, {}, {}, "exp");
   ir::Value z = w.Op(OpCode::kTensorSum, {e}, Reduce(axis), {}, "denom");
-  if (!log) return w.OpInto(op.result(), OpCode::kTensorDiv, {e, z});
+  if (!log) {  // one division per row, then products: e * (1 / z), as interp defines it
+    ir::Value r = w.Op(OpCode::kTensorRecip, {z}, {}, {}, "inv_denom");
+    return w.OpInto(op.result(), OpCode::kTensorMul, {e, r});
+  }
   ir::Value l = w.Op(OpCode::kTensorLog, {z}, {}, {}, "logz");
   w.OpInto(op.result(), OpCode::kTensorSub, {s, l});
 }

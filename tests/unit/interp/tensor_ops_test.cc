@@ -630,7 +630,7 @@ TEST(TensorComposite, Bf16CompositesEqualTheirPrimitiveDecompositions) {
       {"%y = tensor.softmax %x",
        "%m = tensor.reduce_max %x {axis = -1, keepdims = true}\n %s = tensor.sub %x, %m\n"
        " %e = tensor.exp %s\n %z = tensor.sum %e {axis = -1, keepdims = true}\n"
-       " %y2 = tensor.div %e, %z"},
+       " %r = tensor.recip %z\n %y2 = tensor.mul %e, %r"},
       {"%y = tensor.log_softmax %x",
        "%m = tensor.reduce_max %x {axis = -1, keepdims = true}\n %s = tensor.sub %x, %m\n"
        " %e = tensor.exp %s\n %z = tensor.sum %e {axis = -1, keepdims = true}\n"
