@@ -38,6 +38,7 @@ struct Function {
 };
 
 double GeluRef(double x) {
+  if (x < -1e3) return -0.0;  // the limit (the formula gives inf / inf at -inf)
   double u = 0.7978845608 * (x + 0.044715 * x * x * x);
   return x / (1.0 + std::exp(-2.0 * u));
 }
