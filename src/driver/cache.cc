@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "driver/cache_files.h"
 #include "ptox/ptox.h"
@@ -46,6 +48,31 @@ std::optional<std::string> ReadTrusted(const std::string& path) {
   std::optional<std::string> bytes = ReadRegularFile(path, &why, {.no_follow = true, .stat = &st});
   if (!bytes || !Trusted(st)) return std::nullopt;
   return bytes;
+}
+
+// The build identity hash a .sum record names ("" when it names none).
+std::string RecordedIdentity(const std::string& record) {
+  constexpr std::string_view kField = "\nidentity ";
+  const size_t at = record.find(kField);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + kField.size();
+  return record.substr(begin, record.find('\n', begin) - begin);
+}
+
+// Whether the record `sum_path` and the artifact `artifact_path` are an entry a lookup may use for
+// `key`: both trusted, the record exactly the one Insert writes for this artifact (with build
+// identity hash `identity`, or with the one it names when nullopt: only its target can judge
+// that), and the artifact carrying its key.
+bool Valid(const std::string& sum_path, const std::string& artifact_path, const std::string& key,
+           const std::optional<std::string>& identity) {
+  std::optional<std::string> record = ReadTrusted(sum_path);
+  if (!record) return false;
+  std::optional<std::string> artifact = ReadTrusted(artifact_path);
+  if (!artifact) return false;
+  const std::string id = identity ? *identity : RecordedIdentity(*record);
+  // The artifact names its key itself: another program's never passes for this one.
+  return *record == Record(key, id, HashHex(*artifact)) &&
+         artifact->find(targets::KeyStamp(key)) != std::string::npos;
 }
 
 // Creates `dir` (0700) unless it is a folder already; throws kRuntime when it cannot.
@@ -181,15 +208,9 @@ CompileCache::CompileCache() : dir_(ptox::CacheDir()) {
 std::optional<std::string> CompileCache::Lookup(const std::string& key,
                                                 const std::string& identity,
                                                 const std::string& ext) const {
-  const std::string base = dir_ + "/" + key;
+  const std::string base = dir_ + "/" + key, path = base + "." + ext;
   FolderLock lock(dir_, /*exclusive=*/false);
-  std::optional<std::string> record = ReadTrusted(base + ".sum");
-  if (!record) return std::nullopt;
-  const std::string path = base + "." + ext;
-  std::optional<std::string> artifact = ReadTrusted(path);
-  if (!artifact || *record != Record(key, identity, HashHex(*artifact))) return std::nullopt;
-  // The artifact names its key itself: another program's never passes for this one.
-  if (artifact->find(targets::KeyStamp(key)) == std::string::npos) return std::nullopt;
+  if (!Valid(base + ".sum", path, key, identity)) return std::nullopt;
   return path;
 }
 
@@ -239,40 +260,30 @@ CompileCache::Info CompileCache::Stats() const {
   Info info;
   info.dir = dir_;
   std::error_code ec;
+  // One pass over the folder: the records, and each key's artifacts (a record names its
+  // artifact's hash, not its extension; temporary files carry ".tmp." and are no entries).
   std::vector<fs::path> records;
+  std::unordered_map<std::string, std::vector<std::string>> artifacts;
   for (const auto& e : fs::directory_iterator(info.dir, ec)) {
     if (!e.is_regular_file(ec)) continue;
-    if (e.path().extension() == ".sum") records.push_back(e.path());
     info.bytes += static_cast<int64_t>(e.file_size(ec));
+    if (e.path().extension() == ".sum") {
+      records.push_back(e.path());
+    } else if (e.path().filename().string().find(".tmp.") == std::string::npos) {
+      artifacts[e.path().stem().string()].push_back(e.path().string());
+    }
   }
   info.entries = static_cast<int64_t>(records.size());
   FolderLock lock(dir_, /*exclusive=*/false);
-  for (const fs::path& sum : records)
-    if (!Intact(sum)) ++info.corrupt;
-  return info;
-}
-
-bool CompileCache::Intact(const std::filesystem::path& sum) {
-  // The record names the artifact's hash but not its extension: the artifact is the one
-  // <key>.<ext> beside it (temporary files carry ".tmp." and are not entries).
-  const std::string key = sum.stem().string();
-  std::optional<std::string> record = ReadTrusted(sum.string());
-  if (!record) return false;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(sum.parent_path(), ec)) {
-    const std::string name = e.path().filename().string();
-    if (e.path().stem() != key || name.find(".tmp.") != std::string::npos ||
-        e.path().extension() == ".sum")
-      continue;
-    std::optional<std::string> artifact = ReadTrusted(e.path().string());
-    if (!artifact) return false;
-    const std::string head = std::string(kRecordMagic) + "\nkey " + key + "\nidentity ";
-    const std::string tail = "\nso " + HashHex(*artifact) + "\n";
-    return record->rfind(head, 0) == 0 && record->size() > head.size() + tail.size() &&
-           record->compare(record->size() - tail.size(), tail.size(), tail) == 0 &&
-           artifact->find(targets::KeyStamp(key)) != std::string::npos;
+  for (const fs::path& sum : records) {
+    const std::string key = sum.stem().string();
+    const std::vector<std::string>& paths = artifacts[key];
+    const bool valid = std::any_of(paths.begin(), paths.end(), [&](const std::string& a) {
+      return Valid(sum.string(), a, key, std::nullopt);
+    });
+    if (!valid) ++info.corrupt;
   }
-  return false;  // a record without its artifact
+  return info;
 }
 
 int64_t CompileCache::Clear() const { return cache_files::RemoveAll(dir_); }

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -53,12 +52,11 @@ class CompileCache {
     std::string dir;
     int64_t entries = 0;
     int64_t bytes = 0;
-    int64_t corrupt = 0;  // entries that would be rebuilt: a record or artifact that fails a check
+    // Entries failing a check a lookup makes (any but the build identity, which only the entry's
+    // target can judge): they would be rebuilt.
+    int64_t corrupt = 0;
   };
   Info Stats() const;
-  // Whether the entry recorded by `sum` (<key>.sum) passes every check a lookup makes except the
-  // build identity, which only its target knows.
-  static bool Intact(const std::filesystem::path& sum);
   // Removes every entry and the leftovers of builds that are no longer running; returns how
   // many files went.
   int64_t Clear() const;
