@@ -31,7 +31,7 @@ int RunDoctor(bool json) {
   doctor::Checks checks;
   checks.push_back({Level::kOk, "ptox",
                     fmt::format("{} ({}, {} build, {})", manifest.version,
-                                ShortCommit(manifest), manifest.build_type, manifest.build_time)});
+                                ShortCommit(manifest.commit, manifest.dirty), manifest.build_type, manifest.build_time)});
   const bool cache_usable = doctor::Cache(checks);
   doctor::Toolchain(manifest, cache_usable, checks);
   doctor::Cpu(checks);

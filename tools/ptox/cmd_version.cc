@@ -11,9 +11,9 @@
 
 namespace ptox::cli {
 
-std::string ShortCommit(const BuildManifest& m) {
-  if (m.commit == "unknown") return "unknown commit";
-  return m.commit.substr(0, 12) + (m.dirty ? "-dirty" : "");
+std::string ShortCommit(const std::string& commit, bool dirty) {
+  if (commit == "unknown") return "unknown commit";
+  return commit.substr(0, 12) + (dirty ? "-dirty" : "");
 }
 
 namespace {
@@ -51,7 +51,7 @@ Handler RegisterVersion(CLI::App& app) {
     } else if (*verbose) {
       PrintVerbose(m);
     } else {
-      fmt::print("ptox {} ({})\n", m.version, ShortCommit(m));
+      fmt::print("ptox {} ({})\n", m.version, ShortCommit(m.commit, m.dirty));
     }
     std::fflush(stdout);
     return 0;

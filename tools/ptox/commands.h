@@ -27,7 +27,7 @@ Handler RegisterVersion(CLI::App& app);
 // $PTOX_PYTHON, else the project's virtual environment, else python3 on PATH.
 std::string PythonExecutable();
 // "bf1b0ea5e606-dirty": a build manifest's commit, short (as git describe --dirty).
-std::string ShortCommit(const BuildManifest& m);
+std::string ShortCommit(const std::string& commit, bool dirty);
 
 // Prints a failed status to stderr and returns its exit code (DESIGN.md: 1 invalid, 2
 // unsupported, 3 toolchain, 4 runtime, 70 internal).

@@ -313,8 +313,8 @@ void Python(const BuildManifest& manifest, Checks& out) {
     return;
   }
   const std::string tree = m.value("source_tree", "unknown");
-  const std::string commit = m.value("commit", "unknown");
-  const std::string short_commit = commit.substr(0, 12) + (m.value("dirty", false) ? "-dirty" : "");
+  const std::string short_commit =
+      ShortCommit(m.value("commit", "unknown"), m.value("dirty", false));
   if (tree == "unknown" || manifest.source_tree == "unknown") {
     out.push_back({Level::kWarn, "python package",
                    fmt::format("{} ({}): cannot tell whether it was built from the same source "
@@ -325,7 +325,7 @@ void Python(const BuildManifest& manifest, Checks& out) {
     out.push_back({Level::kFail, "python package",
                    fmt::format("{} is stale: built from commit {} (source tree {}), this CLI from "
                                "{} (source tree {})",
-                               where, short_commit, tree.substr(0, 12), ShortCommit(manifest),
+                               where, short_commit, tree.substr(0, 12), ShortCommit(manifest.commit, manifest.dirty),
                                manifest.source_tree.substr(0, 12)),
                    install});
   } else {
