@@ -13,7 +13,7 @@ namespace ptox::bench {
 
 using Clock = std::chrono::steady_clock;
 
-// The first member of every benchmark's JSON object: the build that was measured
+// The "manifest" member of a benchmark's hand-written JSON object: the build that was measured
 // (ptox/manifest.h), so results name the commit, compiler, flags and kernel library.
 inline std::string ManifestMember() {
   return "  \"manifest\": " + GetBuildManifest().ToJson() + ",\n";

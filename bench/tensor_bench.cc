@@ -523,14 +523,6 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
   if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
 }
 
-int DefaultThreads() {
-  if (const char* env = std::getenv("PTOX_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -593,7 +585,7 @@ int main(int argc, char** argv) {
   const std::string tmp = mkdtemp(tmpl);
   setenv("PTOX_CACHE_DIR", (tmp + "/cache").c_str(), 1);  // private: cold compiles, no races
 
-  std::vector<int> threads = {DefaultThreads()};
+  std::vector<int> threads = {ptox::DefaultThreads()};  // what a run gets by default
   if (threads[0] != 1) threads.push_back(1);
   std::vector<Case> cases;
   for (const char* op : {"softmax", "rmsnorm", "layernorm"})
