@@ -338,7 +338,7 @@ void Python(const BuildManifest& manifest, Checks& out) {
 
 void OptionalTools(Checks& out) {
   Optional(out, "mpirun", {"mpirun", "mpiexec"}, "multi-process runs need MPI",
-           "apt-get install openmpi-bin libopenmpi-dev", {}, "");
+           "apt-get install openmpi-bin libopenmpi-dev");
   Optional(out, "mpicxx", {"mpicxx", "mpic++"}, "building against MPI needs it",
            "apt-get install libopenmpi-dev");
   Optional(out, "aarch64 g++", {"aarch64-linux-gnu-g++"}, "cross compiling for Arm needs it",
