@@ -4,9 +4,12 @@
 //  - row_sum uses 4 vector accumulators and a tree at the end, so it reorders the sum; the bound is
 //    |err| <= n * eps * sum|x| (docs/ops.md).
 //  - row_max / row_min are bit-identical to the interpreter: max / min over a set without NaN does
-//    not depend on the order (-0 < +0, equal values have equal bits), and a row whose vector
-//    result is NaN is reduced again sequentially, so the first NaN of the row (its exact payload)
-//    wins as in src/interp.
+//    not depend on the order (-0 < +0, equal values have equal bits), and the part of a row that
+//    brings the first NaN is reduced again sequentially, so the first NaN of the row (its exact
+//    payload) wins as in src/interp.
+//  - SumAcc / ExtremeAcc take a row in pieces, for fused loops that compute the elements chunk by
+//    chunk (targets/cpu/fusion.cc); the tile reductions are the one-piece case, so both give the
+//    same bits.
 //  - col_* keep the sequential order per column (vectorized across columns): bit-identical,
 //    col_sum included.
 // Integer reductions and row_argmax stay scalar.
@@ -51,53 +54,44 @@ inline V Apply(V a, V b) {
   else return MinExact(a, b);
 }
 
-// Sum of p[0, n) in f32: 4 accumulators (hides the add latency), lanes folded by a tree.
-inline float Sum(const float* p, int64_t n) {
-  const D d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  V s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
-  int64_t k = 0;
-  for (; k + 4 * N <= n; k += 4 * N) {
-    s0 = hn::Add(s0, hn::LoadU(d, p + k));
-    s1 = hn::Add(s1, hn::LoadU(d, p + k + N));
-    s2 = hn::Add(s2, hn::LoadU(d, p + k + 2 * N));
-    s3 = hn::Add(s3, hn::LoadU(d, p + k + 3 * N));
-  }
-  for (; k + N <= n; k += N) s0 = hn::Add(s0, hn::LoadU(d, p + k));
-  float acc = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  for (; k < n; ++k) acc += p[k];
-  return acc;
-}
+// Sum of a row in f32, given in consecutive pieces (every piece but the last a multiple of
+// kPiece elements, as fused loops' chunks are): 4 accumulators (hides the add latency) over
+// blocks of 4 vectors, then single vectors into the first, lanes folded by a tree, and the last
+// few elements added in order. Sum() is one piece, so a fused loop's sum has the same bits.
+class SumAcc {
+ public:
+  static constexpr int64_t kPiece = 4 * HWY_MAX_BYTES / sizeof(float);
+  static_assert(256 % kPiece == 0, "fused loops' chunks (targets/cpu/fusion.cc) are 256 wide");
 
-// Max / min of p[0, n), n >= 1, bit-identical to the sequential fold from p[0] (see the file
-// comment): the vector pass is exact unless the result is NaN, then the row is folded again.
-template <typename Fn>
-inline float Extreme(const float* p, int64_t n) {
-  const D d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  float acc = p[0];
-  int64_t k = 1;
-  if (n >= 2 * N) {
-    // Max(x, x) == x, so every accumulator may start from the first vector.
-    V m0 = hn::LoadU(d, p), m1 = m0, m2 = m0, m3 = m0;
-    for (k = N; k + 4 * N <= n; k += 4 * N) {
-      m0 = Apply<Fn>(m0, hn::LoadU(d, p + k));
-      m1 = Apply<Fn>(m1, hn::LoadU(d, p + k + N));
-      m2 = Apply<Fn>(m2, hn::LoadU(d, p + k + 2 * N));
-      m3 = Apply<Fn>(m3, hn::LoadU(d, p + k + 3 * N));
+  void Add(const float* p, int64_t n) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d_));
+    int64_t k = 0;
+    for (; k + 4 * N <= n; k += 4 * N) {
+      s0_ = hn::Add(s0_, hn::LoadU(d_, p + k));
+      s1_ = hn::Add(s1_, hn::LoadU(d_, p + k + N));
+      s2_ = hn::Add(s2_, hn::LoadU(d_, p + k + 2 * N));
+      s3_ = hn::Add(s3_, hn::LoadU(d_, p + k + 3 * N));
     }
-    for (; k + N <= n; k += N) m0 = Apply<Fn>(m0, hn::LoadU(d, p + k));
-    alignas(64) float lanes[HWY_MAX_BYTES / sizeof(float)];
-    hn::Store(Apply<Fn>(Apply<Fn>(m0, m1), Apply<Fn>(m2, m3)), d, lanes);
-    acc = lanes[0];
-    for (int64_t j = 1; j < N; ++j) acc = Fn::F(acc, lanes[j]);
+    for (; k + N <= n; k += N) s0_ = hn::Add(s0_, hn::LoadU(d_, p + k));
+    for (; k < n; ++k) tail_[tails_++] = p[k];  // fewer than N, and only in the last piece
   }
-  for (; k < n; ++k) acc = Fn::F(acc, p[k]);
-  if (acc != acc) {  // NaN: find the first one, as the sequential fold does
-    acc = p[0];
-    for (k = 1; k < n; ++k) acc = Fn::F(acc, p[k]);
+  float Result() const {
+    float acc = hn::GetLane(hn::SumOfLanes(d_, hn::Add(hn::Add(s0_, s1_), hn::Add(s2_, s3_))));
+    for (int k = 0; k < tails_; ++k) acc += tail_[k];
+    return acc;
   }
-  return acc;
+
+ private:
+  D d_;
+  V s0_ = hn::Zero(d_), s1_ = s0_, s2_ = s0_, s3_ = s0_;
+  float tail_[HWY_MAX_BYTES / sizeof(float)];
+  int tails_ = 0;
+};
+
+inline float Sum(const float* p, int64_t n) {
+  SumAcc acc;
+  acc.Add(p, n);
+  return acc.Result();
 }
 
 // acc[c] = Fn(acc[c], row[c]) for c in [0, n): the per-column step of a column reduction.
@@ -110,6 +104,81 @@ inline void Accumulate(float* acc, const float* row, int64_t n) {
     hn::StoreU(Apply<Fn>(hn::LoadU(d, acc + c), hn::LoadU(d, row + c)), d, acc + c);
   for (; c < n; ++c) acc[c] = Fn::F(acc[c], row[c]);
 }
+
+// Max / min of a row given in consecutive pieces (every piece but the last a multiple of
+// kPiece elements), bit-identical to the interpreter's sequential fold from the first element:
+// max / min over a set without NaN does not depend on the order (-0 < +0, equal values have equal
+// bits), so 4 vector accumulators take the elements in any order; when a piece brings the first
+// NaN into them, that piece is folded again in order from the result so far, which gives the
+// row's first NaN (its exact payload), and later pieces cannot change it.
+template <typename Fn>
+class ExtremeAcc {
+ public:
+  void Add(const float* p, int64_t n) {
+    if (done_) return;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d_));
+    const bool started = started_;
+    const V b0 = m0_, b1 = m1_, b2 = m2_, b3 = m3_;
+    int64_t k = 0;
+    if (!started_ && n >= N) {  // Fn(x, x) == x: every accumulator may start from one vector
+      m0_ = m1_ = m2_ = m3_ = hn::LoadU(d_, p);
+      started_ = true;
+      k = N;
+    }
+    for (; k + 4 * N <= n; k += 4 * N) {
+      m0_ = Apply<Fn>(m0_, hn::LoadU(d_, p + k));
+      m1_ = Apply<Fn>(m1_, hn::LoadU(d_, p + k + N));
+      m2_ = Apply<Fn>(m2_, hn::LoadU(d_, p + k + 2 * N));
+      m3_ = Apply<Fn>(m3_, hn::LoadU(d_, p + k + 3 * N));
+    }
+    for (; k + N <= n; k += N) m0_ = Apply<Fn>(m0_, hn::LoadU(d_, p + k));
+    for (; k < n; ++k) tail_[tails_++] = p[k];  // fewer than N, and only in the last piece
+    const V all = Apply<Fn>(Apply<Fn>(m0_, m1_), Apply<Fn>(m2_, m3_));  // NaN if any lane is
+    if (started_ && !hn::AllFalse(d_, hn::IsNaN(all))) {
+      int64_t j = 0;
+      float acc = started ? Fold(b0, b1, b2, b3) : p[j++];
+      for (; j < n; ++j) acc = Fn::F(acc, p[j]);
+      result_ = acc;
+      done_ = true;
+    }
+  }
+  // The reduction of a nonempty row.
+  float Result() const {
+    if (done_) return result_;
+    int k = 0;
+    float acc = started_ ? Fold(m0_, m1_, m2_, m3_) : tail_[k++];
+    for (; k < tails_; ++k) acc = Fn::F(acc, tail_[k]);
+    return acc;
+  }
+
+ private:
+  float Fold(V a, V b, V c, V e) const {
+    alignas(64) float lanes[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(Apply<Fn>(Apply<Fn>(a, b), Apply<Fn>(c, e)), d_, lanes);
+    float acc = lanes[0];
+    for (size_t j = 1; j < hn::Lanes(d_); ++j) acc = Fn::F(acc, lanes[j]);
+    return acc;
+  }
+
+  D d_;
+  V m0_ = hn::Zero(d_), m1_ = m0_, m2_ = m0_, m3_ = m0_;
+  float tail_[HWY_MAX_BYTES / sizeof(float)];
+  int tails_ = 0;
+  bool started_ = false, done_ = false;
+  float result_ = 0.0f;
+};
+
+// Max / min of p[0, n), n >= 1.
+template <typename Fn>
+inline float Extreme(const float* p, int64_t n) {
+  ExtremeAcc<Fn> acc;
+  acc.Add(p, n);
+  return acc.Result();
+}
+
+// The accumulator of a fused row reduction (targets/cpu/fusion.cc) by functor.
+template <typename Fn>
+using RowAcc = std::conditional_t<std::is_same_v<Fn, FnAdd>, SumAcc, ExtremeAcc<Fn>>;
 
 }  // namespace vred
 

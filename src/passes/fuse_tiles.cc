@@ -1,10 +1,15 @@
 // fuse-tiles: marks the tile values of each incore scope that are never materialized with
-// {fused = true}. Such a value's every use is an elementwise op or a store in the same block: its
-// consumers compute it per element, so an elementwise chain ending in a store (or in a
-// materialized elementwise result) becomes one loop over the valid region that reads tensors and
-// tiles once and writes once — memory-bound kernels stream. Codegen emits those loops from the
-// marks (targets/cpu/fusion.cc) and plan-memory gives fused values no bytes, so the arena the
-// budget checks is the one the kernel allocates.
+// {fused = true}. Such a value's every use is an elementwise op, a float row reduction (sum, max,
+// min) or a store in the same block: its consumers compute it per element, so an elementwise
+// chain ending in a store, a row reduction or a materialized elementwise result becomes one loop
+// over the valid region that reads tensors and tiles once and writes once — memory-bound kernels
+// stream, and a reduction of a loaded tile reads the tensor in place. Codegen emits those loops
+// from the marks (targets/cpu/fusion.cc) and plan-memory gives fused values no bytes, so the
+// arena the budget checks is the one the kernel allocates.
+//
+// A value used by several ops is computed once per consuming loop, so one that is costly per
+// element (a transcendental, or a chain of divisions) and has several users is materialized
+// instead: softmax's exp is computed once, kept, then summed and scaled.
 //
 // Semantics are unchanged: each element runs the same kernels/scalar.h functions with the same
 // rounding as the tile op would, over exactly the result's valid region. Loads are fused only
@@ -15,9 +20,10 @@
 // (marks already present are recomputed). O(ops) per scope.
 #include "passes/fuse_tiles.h"
 
-#include <unordered_set>
-
 #include <functional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/uses.h"
 #include "passes/pass.h"
@@ -37,6 +43,18 @@ bool ElementwisePosition(const ir::OpStmt& op, int pos) {
   return f != ir::OpFamily::kBroadcast;  // its source is read at other positions
 }
 
+// Per-element cost of an op in simple arithmetic operations (a rough count of vector
+// instructions), and the most a value used by several ops may cost to be recomputed by each.
+int OwnCost(const ir::OpStmt& op) {
+  const std::string_view fn = ir::GetOpInfo(op.op()).scalar_fn;
+  for (std::string_view f : {"Exp", "Log", "Tanh", "Sigmoid", "Silu", "Gelu", "Erf"})
+    if (fn == f) return 20;
+  for (std::string_view f : {"Div", "Sqrt", "Rsqrt", "Recip"})
+    if (fn == f) return 4;
+  return 1;
+}
+constexpr int kRecomputeLimit = 8;
+
 // The values of `scope` to fuse.
 Values Fusible(const ir::IncoreStmt& scope) {
   Values stored;
@@ -46,6 +64,7 @@ Values Fusible(const ir::IncoreStmt& scope) {
   analysis::UseMap uses;
   analysis::CollectUses(scope.body(), uses);
   Values fused;
+  std::unordered_map<const ir::ValueNode*, int> cost;  // of each fused value, operands included
   std::function<void(const ir::Block&)> plan = [&](const ir::Block& block) {
     for (const ir::StmtRef& s : block) {
       ir::ForEachBody(*s, plan);
@@ -57,17 +76,27 @@ Values Fusible(const ir::IncoreStmt& scope) {
         continue;
       const auto& sites = uses[op.result().get()];
       bool all_fusible = !sites.empty();
+      std::unordered_set<const ir::Stmt*> users;
       for (const analysis::UseSite& u : sites) {
         bool ok = u.block == &block && u.operand >= 0 && u.stmt->kind() == ir::StmtKind::kOp;
         if (ok) {
           const auto& user = ir::As<ir::OpStmt>(*u.stmt);
-          ok = ir::FamilyOf(user.op()) == ir::OpFamily::kStore
-                   ? u.operand == 0
-                   : FusibleOp(user) && ElementwisePosition(user, u.operand);
+          switch (ir::FamilyOf(user.op())) {
+            case ir::OpFamily::kStore: ok = u.operand == 0; break;
+            case ir::OpFamily::kRowReduce: ok = IsFloatTile(user.result()->type); break;
+            default: ok = FusibleOp(user) && ElementwisePosition(user, u.operand);
+          }
         }
         all_fusible &= ok;
+        users.insert(u.stmt);
       }
-      if (all_fusible) fused.insert(op.result().get());
+      int c = load ? 1 : OwnCost(op);
+      for (const ir::Operand& a : op.args())
+        if (a.is_value() && fused.count(a.value().get())) c += cost[a.value().get()];
+      if (all_fusible && (users.size() == 1 || c < kRecomputeLimit)) {
+        fused.insert(op.result().get());
+        cost[op.result().get()] = c;
+      }
     }
   };
   plan(scope.body());

@@ -74,9 +74,11 @@ class Emitter {
   // ----- fusion (fusion.cc): elementwise chains become one loop over the valid region.
   // Decides which tile values are computed inline (never materialized) in `scope`.
   void PlanFusion(const ir::IncoreStmt& scope);
+  // Whether `op` is emitted as a fused loop: a store or row reduction of an inlined value, or a
+  // materialized elementwise result with inlined operands.
+  bool FusedRoot(const ir::OpStmt& op) const;
   bool Inlined(const ir::Value& v) const { return inlined_.count(v.get()) > 0; }
-  // An elementwise op whose result is materialized but has inlined operands, or a store of an
-  // inlined value: emitted as one fused loop. Returns false when `op` is not such a root.
+  // Emits a FusedRoot as one fused loop; false when `op` is not one.
   bool EmitFusedRoot(const ir::OpStmt& op, int depth);
 
   // Finds, in a task's body, the K loops whose accumulator starts on a tile.full's bytes and is
@@ -98,10 +100,13 @@ class Emitter {
   analysis::UseMap uses_;
   analysis::ProducerMap producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
+  // A fused loop -> the later fused store whose lines it prefetches for writing.
+  std::unordered_map<const ir::OpStmt*, const ir::OpStmt*> prefetch_for_;
   std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted
   bool uses_matmul_ = false;  // an op of kernels/cpu/matmul.h was emitted
+  bool uses_vmath_ = false;   // a fused loop calls kernels/cpu/vmath.h
 };
 
 }  // namespace ptox::targets::cpu

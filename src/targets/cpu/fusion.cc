@@ -3,6 +3,12 @@
 // and each materialized elementwise result with fused operands, becomes one loop over the valid
 // region that reads tensors and tiles once and writes once; padding is never computed (stores,
 // reductions and matmul read only valid elements).
+//
+// An op with a vector form in kernels/cpu/vmath.h (exp) splits the loop body into segments: each
+// row runs in chunks of kChunk columns, the segment before the op leaves its operand in a chunk
+// buffer, the vector form runs over the chunk, and the next segment reads the result back. The
+// element code stays plain C++ that the compiler vectorizes; the vector form computes the scalar
+// definition's bits (vmath.h), so chunking changes speed only.
 #include <fmt/format.h>
 
 #include <functional>
@@ -18,6 +24,21 @@ namespace ptox::targets::cpu {
 // materialized tile or scalar operand a read (clipping the valid region by the tile's).
 class FusedLoop {
  public:
+  static constexpr int kChunk = 256;  // columns per chunk: a few chunk buffers stay in L1
+
+  // An element's name, the segment that defines it, how to read it again (empty: computed), and
+  // its C++ type.
+  struct Elem {
+    std::string name;
+    int segment = 0;
+    std::string reread;
+    std::string type = "float";
+  };
+  struct Seg {
+    std::vector<std::string> lines;
+    std::string call;  // a vector form over the chunk, after the segment's loop
+  };
+
   FusedLoop(Emitter& e, const ir::Type& shape) : e_(e), shape_(shape), id_(e.fused_loops_++) {}
 
   // The per-element expression name of operand `a` of `op`, computing in dtype `d`.
@@ -30,53 +51,59 @@ class FusedLoop {
       return s;
     }
     const ir::Value& v = a.value();
-    if (auto it = elem_.find(v.get()); it != elem_.end()) return it->second;
-    std::string x;
+    if (auto it = elem_.find(v.get()); it != elem_.end()) return InSegment(it->second);
+    Elem el;
     if (e_.Inlined(v)) {
-      x = Element(*e_.producer_.at(v.get()));
+      el = Element(*e_.producer_.at(v.get()));
     } else {  // a materialized tile: read it, and clip the valid region by it
-      x = Fresh("e");
-      body_.push_back(
-          fmt::format("const auto {} = {}.v[r * {} + c];", x, e_.Name(v), shape_.cols()));
+      el = Read(fmt::format("{}.v[r * {} + c]", e_.Name(v), shape_.cols()));
       pre_.push_back(fmt::format(
           "vr = std::min<int64_t>(vr, {0}.vr); vc = std::min<int64_t>(vc, {0}.vc);", e_.Name(v)));
     }
-    elem_[v.get()] = x;
-    return x;
+    return InSegment(elem_[v.get()] = el);
   }
 
   // The per-element expression of an inlined op (or the root).
-  std::string Element(const ir::OpStmt& op) {
+  Elem Element(const ir::OpStmt& op) {
     const auto& a = op.args();
     const ir::Type& rt = op.result()->type;
     const std::string x = Fresh("e"), d = DTypeEnum(rt.dtype()), fn = Functor(op.op());
     switch (ir::FamilyOf(op.op())) {
       case ir::OpFamily::kLoad: {
         const std::string w = Window(a[0], a, 1, d, e_.Where(op, "tile.load"));
-        body_.push_back(fmt::format(
-            "const auto {} = pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride);", x, d, w, w));
-        break;
+        return Read(fmt::format("pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride)", d, w, w));
       }
       case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
         const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
-        body_.push_back(
+        Body(
             fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}));", x, d, fn, y, z));
         break;
       }
-      case ir::OpFamily::kUnary:
-        body_.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", x, d, fn,
-                                    Operand(a[0], rt.dtype(), op)));
-        break;
+      case ir::OpFamily::kUnary: {
+        const std::string y = Operand(a[0], rt.dtype(), op);
+        if (op.op() != ir::OpCode::kTileExp) {
+          Body(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", x, d, fn, y));
+          break;
+        }
+        // The vector form over the chunk: the operand goes to a buffer, the result comes back.
+        e_.uses_vmath_ = true;
+        const std::string buf = Buffer("float");
+        Body(fmt::format("{}[c - c0] = {};", buf, y));
+        segs_.back().call = fmt::format("pc::vmath::Exp({0}, {0}, c1 - c0);", buf);
+        segs_.emplace_back();
+        Body(fmt::format("const auto {} = pc::RoundTo<{}>({}[c - c0]);", x, d, buf));
+        return {x, Segment()};
+      }
       case ir::OpFamily::kCompare: {
         const DType in = a[0].type().dtype();
         const std::string y = Operand(a[0], in, op), z = Operand(a[1], in, op);
-        body_.push_back(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", x, fn, y, z));
-        break;
+        Body(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", x, fn, y, z));
+        return {x, Segment(), "", "uint8_t"};
       }
       case ir::OpFamily::kSelect: {
         const std::string c = Operand(a[0], DType::kBool, op), y = Operand(a[1], rt.dtype(), op),
                           z = Operand(a[2], rt.dtype(), op);
-        body_.push_back(fmt::format("const auto {} = {} ? {} : {};", x, c, y, z));
+        Body(fmt::format("const auto {} = {} ? {} : {};", x, c, y, z));
         break;
       }
       case ir::OpFamily::kBroadcast: {  // the source is materialized (fuse-tiles)
@@ -84,24 +111,22 @@ class FusedLoop {
         const std::string v = e_.Name(a[0].value());
         if (st.rows() > 1) pre_.push_back(fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v));
         if (st.cols() > 1) pre_.push_back(fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
-        body_.push_back(fmt::format("const auto {} = {}.v[{} * {} + {}];", x, v,
-                                    st.rows() > 1 ? "r" : "0", st.cols(),
-                                    st.cols() > 1 ? "c" : "0"));
-        break;
+        return Read(fmt::format("{}.v[{} * {} + {}]", v, st.rows() > 1 ? "r" : "0", st.cols(),
+                                st.cols() > 1 ? "c" : "0"));
       }
       case ir::OpFamily::kCausalMask: {  // r, c: the element's position in the tile
         const std::string y = Operand(a[0], rt.dtype(), op), k = Fresh("k");
         pre_.push_back(fmt::format("const int64_t {} = {};", k, e_.Operand(a[1])));
-        body_.push_back(
+        Body(
             fmt::format("const float {} = c - r > {} ? -__builtin_inff() : {};", x, k, y));
         break;
       }
       case ir::OpFamily::kCast: {
         const DType in = a[0].type().dtype();
         const std::string y = Operand(a[0], in, op);
-        body_.push_back(fmt::format("pc::Storage<{}> {};", d, x));
-        body_.push_back(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, y, x));
-        break;
+        Body(fmt::format("pc::Storage<{}> {};", d, x));
+        Body(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, y, x));
+        return {x, Segment(), "", fmt::format("pc::Storage<{}>", d)};
       }
       case ir::OpFamily::kRowExpand:
       case ir::OpFamily::kColExpand: {
@@ -109,13 +134,13 @@ class FusedLoop {
         const std::string v = e_.Name(a[1].value()), y = Operand(a[0], rt.dtype(), op);
         pre_.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
                            : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
-        body_.push_back(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", x, d,
+        Body(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", x, d,
                                     fn, y, v, row ? "r" : "c"));
         break;
       }
       default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
     }
-    return x;
+    return {x, Segment()};
   }
 
   // The window of a load / store: tensor `t` at offsets args[first..], located before the loop.
@@ -132,7 +157,31 @@ class FusedLoop {
     return w;
   }
 
-  void Body(std::string line) { body_.push_back(std::move(line)); }
+  // Makes the loop a row reduction of element `x` into `dest` (R x 1) with functor `fn`: each
+  // chunk's elements go through a buffer into the row's accumulator (kernels/cpu/reduce.h), in
+  // the order the tile reduction adds them, so fused and unfused sums have the same bits.
+  void Reduce(const std::string& fn, const std::string& x, const std::string& dest,
+              const std::string& dtype, const std::string& where) {
+    const std::string buf = Buffer("float");
+    Body(fmt::format("{}[c - c0] = {};", buf, x));
+    segs_.back().call = fmt::format("acc.Add({}, c1 - c0);", buf);
+    reduce_ = {fn, dest, dtype, where};
+  }
+
+  // Prefetches for writing, chunk by chunk, the rows of a later fused store's window
+  // (pc::PrefetchForWrite). The window is found without checking: the store reports its errors.
+  void PrefetchStore(const ir::OpStmt& store) {
+    const std::string w = Fresh("pw"), d = DTypeEnum(store.args()[0].type().dtype());
+    pre_.push_back(fmt::format("pc::Window {};", w));
+    pre_.push_back(fmt::format("const bool {0}_ok = pc::FindWindow({1}, {{{2}}}, "
+                               "sizeof(pc::Memory<{3}>), &{0});",
+                               w, e_.Operand(store.args()[1]),
+                               e_.Operands(store.args(), 2, store.args().size()), d));
+    prefetch_ = w;
+  }
+
+  // Appends a line to the current segment (after computing its operands, which may end one).
+  void Body(std::string line) { segs_.back().lines.push_back(std::move(line)); }
 
   // The loop, once per row, specialized for contiguous windows.
   void Emit(int depth, const std::string& dest) {
@@ -144,6 +193,17 @@ class FusedLoop {
     // ran at a quarter of the bandwidth).
     std::string contiguous = "true";
     for (const std::string& w : windows_) contiguous += " & (" + w + ".col_stride == 1)";
+    if (!reduce_.fn.empty()) {
+      e_.Line(depth + 1, fmt::format("for (auto& o : {}.v) o = {{}};", reduce_.dest));
+      if (reduce_.fn != "pc::FnAdd")
+        e_.Line(depth + 1,
+                fmt::format("if (vc == 0 && vr > 0) {{ pc::EmptyLineError<{}>(ctx, {}, 0); "
+                            "return ctx.code(); }}",
+                            reduce_.fn, reduce_.where));
+    }
+    // The row count hidden from the optimizer: knowing a one-row tile's loop runs at most once,
+    // g++ 12 left its column loop scalar (bf16 softmax ran 2.5x slower).
+    e_.Line(depth + 1, "vr = pc::Opaque(vr);");
     e_.Line(depth + 1, "auto rows = [&](auto contig) {");
     e_.Line(depth + 2, "constexpr bool kContig = decltype(contig)::value;");
     e_.Line(depth + 2, "for (int64_t r = 0; r < vr; ++r) {");
@@ -151,46 +211,149 @@ class FusedLoop {
       e_.Line(
           depth + 3,
           fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
-    e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
-    for (const std::string& b : body_) e_.Line(depth + 4, b);
-    e_.Line(depth + 3, "}");
+    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty()) {
+      e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
+      for (const std::string& b : segs_[0].lines) e_.Line(depth + 4, b);
+      e_.Line(depth + 3, "}");
+    } else {
+      for (const std::string& b : buffers_) e_.Line(depth + 3, b);
+      if (!reduce_.fn.empty())
+        e_.Line(depth + 3, fmt::format("pc::vred::RowAcc<{}> acc;", reduce_.fn));
+      e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
+      e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
+      if (!prefetch_.empty())
+        e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::PrefetchForWrite({0}, r, c0, c1);", prefetch_));
+      for (const Seg& seg : segs_) {
+        e_.Line(depth + 4, "for (int64_t c = c0; c < c1; ++c) {");
+        for (const std::string& b : seg.lines) e_.Line(depth + 5, b);
+        e_.Line(depth + 4, "}");
+        if (!seg.call.empty()) e_.Line(depth + 4, seg.call);
+      }
+      e_.Line(depth + 3, "}");
+      if (!reduce_.fn.empty())
+        e_.Line(depth + 3, fmt::format("{}.v[r] = pc::RoundTo<{}>(acc.Result());", reduce_.dest,
+                                       reduce_.dtype));
+    }
     e_.Line(depth + 2, "}");
     e_.Line(depth + 1, "};");
     e_.Line(depth + 1,
             fmt::format("if ({}) rows(std::true_type{{}}); else rows(std::false_type{{}});",
                         contiguous));
-    if (!dest.empty()) e_.Line(depth + 1, fmt::format("pc::SetValid({}, vr, vc);", dest));
+    if (!dest.empty())
+      e_.Line(depth + 1, fmt::format("pc::SetValid({}, vr, {});", dest,
+                                     reduce_.fn.empty() ? "vc" : "1"));
     e_.Line(depth, "}");
   }
 
  private:
   std::string Fresh(const char* p) { return fmt::format("{}{}_{}", p, id_, counter_++); }
+  int Segment() const { return static_cast<int>(segs_.size()) - 1; }
+
+  // A per-element read (of a tile or a window): later segments read again rather than buffer.
+  Elem Read(const std::string& expr) {
+    const std::string x = Fresh("e");
+    Body(fmt::format("const auto {} = {};", x, expr));
+    return {x, Segment(), expr};
+  }
+
+  // A chunk buffer of `type`, declared once per row.
+  std::string Buffer(const std::string& type) {
+    const std::string b = Fresh("buf");
+    buffers_.push_back(fmt::format("alignas(64) {} {}[{}];", type, b, kChunk));
+    return b;
+  }
+
+  // The name of `el` in the current segment: itself, read again, or carried from its segment
+  // through a chunk buffer (the memo is updated, so each value crosses once).
+  std::string InSegment(Elem& el) {
+    if (el.segment == Segment()) return el.name;
+    const std::string x = Fresh("e");
+    if (!el.reread.empty()) {
+      Body(fmt::format("const auto {} = {};", x, el.reread));
+    } else {
+      const std::string buf = Buffer(el.type);
+      segs_[el.segment].lines.push_back(fmt::format("{}[c - c0] = {};", buf, el.name));
+      Body(fmt::format("const auto {} = {}[c - c0];", x, buf));
+    }
+    el.name = x;
+    el.segment = Segment();
+    return x;
+  }
 
   Emitter& e_;
   const ir::Type& shape_;
   const int id_;
   int counter_ = 0;
-  std::vector<std::string> pre_, body_;  // before the loop; per element
-  std::vector<std::string> windows_;     // inlined loads and the store: "w<k>" names
-  std::unordered_map<const ir::ValueNode*, std::string> elem_;
+  std::vector<std::string> pre_;      // before the loop
+  std::vector<Seg> segs_{1};          // per element, one loop per segment
+  std::vector<std::string> buffers_;  // chunk buffers, declared per row
+  std::vector<std::string> windows_;  // inlined loads and the store: "w<k>" names
+  std::string prefetch_;              // a later store's window, prefetched per chunk
+  std::unordered_map<const ir::ValueNode*, Elem> elem_;
+  struct {
+    std::string fn, dest, dtype, where;  // fn empty: not a reduction
+  } reduce_;
 };
+
+bool Emitter::FusedRoot(const ir::OpStmt& op) const {
+  const auto& a = op.args();
+  switch (ir::FamilyOf(op.op())) {
+    case ir::OpFamily::kRowReduce: return Inlined(a[0].value());
+    case ir::OpFamily::kStore: return Inlined(a[0].value());
+    default:
+      if (!passes::FusibleOp(op) || Inlined(op.result())) return false;
+      for (const auto& x : a)
+        if (x.is_value() && Inlined(x.value())) return true;
+      return false;
+  }
+}
 
 void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
   ir::ForEachOp(scope.body(), [&](const ir::OpStmt& op) {
     if (passes::Fused(op)) inlined_.insert(op.result().get());
   });
+  // Each fused store's lines are prefetched for writing by the fused loop just before it over
+  // the same shape, when the store's tensor and offsets are defined by then.
+  std::function<void(const ir::Block&)> plan = [&](const ir::Block& block) {
+    const ir::OpStmt* last = nullptr;
+    std::unordered_set<const ir::ValueNode*> since;  // values defined after `last`
+    for (const ir::StmtRef& s : block) {
+      ir::ForEachBody(*s, plan);
+      if (s->kind() != ir::StmtKind::kOp) {
+        last = nullptr;
+        continue;
+      }
+      const auto& op = ir::As<ir::OpStmt>(*s);
+      const bool root = FusedRoot(op);
+      if (root && ir::FamilyOf(op.op()) == ir::OpFamily::kStore && last) {
+        const ir::Type& shape = op.args()[0].type();
+        const ir::Type& at = ir::FamilyOf(last->op()) == ir::OpFamily::kRowReduce
+                                 ? last->args()[0].type()
+                                 : last->result()->type;
+        bool ready = at.rows() == shape.rows() && at.cols() == shape.cols();
+        for (size_t i = 1; i < op.args().size(); ++i)
+          ready &= !op.args()[i].is_value() || !since.count(op.args()[i].value().get());
+        if (ready) prefetch_for_[last] = &op;
+      }
+      if (root && ir::FamilyOf(op.op()) != ir::OpFamily::kStore) {
+        last = &op;
+        since.clear();
+      }
+      for (const ir::Value& r : op.results()) since.insert(r.get());
+    }
+  };
+  plan(scope.body());
 }
 
 bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
-  const bool store = ir::FamilyOf(root.op()) == ir::OpFamily::kStore;
-  if (store ? !Inlined(root.args()[0].value()) : !passes::FusibleOp(root)) return false;
-  if (!store) {
-    bool any = false;
-    for (const auto& a : root.args()) any |= a.is_value() && Inlined(a.value());
-    if (!any) return false;
-  }
-  const ir::Type& shape = store ? root.args()[0].type() : root.result()->type;
+  if (!FusedRoot(root)) return false;
+  const ir::OpFamily family = ir::FamilyOf(root.op());
+  const bool store = family == ir::OpFamily::kStore;
+  const ir::Type& shape = store || family == ir::OpFamily::kRowReduce ? root.args()[0].type()
+                                                                       : root.result()->type;
   FusedLoop loop(*this, shape);
+  if (auto it = prefetch_for_.find(&root); it != prefetch_for_.end())
+    loop.PrefetchStore(*it->second);
   if (store) {
     const std::string result = loop.Operand(root.args()[0], shape.dtype(), root);
     const std::string d = DTypeEnum(shape.dtype());
@@ -202,8 +365,17 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
     return true;
   }
   const std::string dest = Name(root.result());
+  if (family == ir::OpFamily::kRowReduce) {
+    uses_reduce_ = true;
+    const std::string x = loop.Operand(root.args()[0], shape.dtype(), root);
+    DeclareTile(depth, root.result(), dest);
+    loop.Reduce(Functor(root.op()), x, dest, DTypeEnum(root.result()->type.dtype()),
+                Where(root, ir::OpName(root.op())));
+    loop.Emit(depth, dest);
+    return true;
+  }
   DeclareTile(depth, root.result(), dest);
-  const std::string result = loop.Element(root);
+  const std::string result = loop.Element(root).name;
   loop.Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape.cols(), result));
   loop.Emit(depth, dest);
   return true;
