@@ -1,8 +1,9 @@
-// Vector forms of kernels/scalar.h functions that the compiler cannot vectorize well on its own,
-// each computing the same IEEE operations as its scalar definition, so the bits stay identical
-// to the interpreter on every input (tests/unit/kernels/vmath_test.cc compares all 2^32 f32
-// inputs). Highway with static dispatch: generated code is compiled once per ISA, and the scalar
-// target (no SIMD) falls back to the scalar definition.
+// Vector forms of kernels/scalar.h functions that the compiler does not vectorize well on its own:
+// exp, and tanh, sigmoid, silu and gelu, which are built on it. Each computes the same IEEE
+// operations as its scalar definition, so the bits stay identical to the interpreter on every
+// input (tests/accuracy/vmath_check.cc compares all 2^32 f32 inputs per ISA). Highway with static
+// dispatch: generated code is compiled once per ISA, and the scalar target (no SIMD) uses the
+// scalar definitions.
 //
 // Fused loops call the array forms on chunks of a row (targets/cpu/fusion.cc): the element code
 // around them stays plain C++ that the compiler vectorizes.
@@ -63,17 +64,77 @@ inline V Exp(V x) {
 #endif
   return hn::IfThenElse(hn::IsNaN(x), hn::Add(x, x), result);
 }
+
+// c_n x^n + ... + c_0 by Horner's rule with fused multiply-adds (scalar::Poly).
+inline V Poly(V, float c0) { return hn::Set(D(), c0); }
+template <typename... C>
+inline V Poly(V x, float cn, float next, C... rest) {
+  V p = hn::Set(D(), cn);
+  for (float c : {next, rest...}) p = hn::MulAdd(p, x, hn::Set(D(), c));
+  return p;
+}
+
+// scalar::Tanh, lane by lane.
+inline V Tanh(V x) {
+  const D d;
+  const V z = hn::Abs(x), s = hn::Mul(x, x), one = hn::Set(d, 1.0f);
+  const V p = Poly(s, -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
+                   1.33314422036e-1f, -3.33332819422e-1f);
+  const V small = hn::MulAdd(x, hn::Mul(p, s), x);
+  V big = hn::Sub(one, hn::Div(hn::Set(d, 2.0f), hn::Add(Exp(hn::Add(z, z)), one)));
+  big = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Neg(big), big);
+  V r = hn::IfThenElse(hn::Lt(z, hn::Set(d, 0.625f)), small, big);
+  r = hn::IfThenElse(hn::Eq(z, hn::Zero(d)), x, r);
+  return hn::IfThenElse(hn::IsNaN(x), hn::Add(x, x), r);
+}
+
+// scalar::Sigmoid, lane by lane.
+inline V Sigmoid(V x) {
+  const D d;
+  const V e = Exp(hn::Neg(hn::Abs(x)));
+  const V den = hn::Add(hn::Set(d, 1.0f), e);
+  const V neg = hn::IfThenElse(hn::IsNaN(x), hn::Add(x, x), hn::Div(e, den));
+  return hn::IfThenElse(hn::Ge(x, hn::Zero(d)), hn::Div(hn::Set(d, 1.0f), den), neg);
+}
+
+// scalar::Silu, lane by lane.
+inline V Silu(V x) {
+  const D d;
+  const V r = hn::Mul(x, Sigmoid(x));
+  return hn::IfThenElse(hn::Eq(x, hn::Set(d, -__builtin_huge_valf())), hn::Set(d, -0.0f), r);
+}
+
+// scalar::Gelu, lane by lane.
+inline V Gelu(V x) {
+  const D d;
+  const V inner = hn::Add(hn::Set(d, 1.0f), hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)));
+  const V v = hn::Mul(hn::Set(d, 1.5957691216f), hn::Mul(x, inner));
+  const V g = hn::Mul(x, Sigmoid(v));
+  return hn::IfThenElse(hn::Eq(x, hn::Set(d, -__builtin_huge_valf())), hn::Set(d, -0.0f), g);
+}
 #endif
 
-// out[k] = scalar::Exp(in[k]) for k in [0, n); in and out may be the same array.
-inline void Exp(const float* in, float* out, int64_t n) {
-  int64_t k = 0;
+// The array forms: out[k] = scalar::F(in[k]) for k in [0, n); in and out may be the same array.
 #ifdef PTOX_VMATH
-  const D d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  for (; k + N <= n; k += N) hn::StoreU(Exp(hn::LoadU(d, in + k)), d, out + k);
+#define PTOX_VMATH_ARRAY(F)                                                    \
+  inline void F(const float* in, float* out, int64_t n) {                      \
+    const D d;                                                                 \
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));                      \
+    int64_t k = 0;                                                             \
+    for (; k + N <= n; k += N) hn::StoreU(F(hn::LoadU(d, in + k)), d, out + k); \
+    for (; k < n; ++k) out[k] = scalar::F(in[k]);                              \
+  }
+#else
+#define PTOX_VMATH_ARRAY(F)                                               \
+  inline void F(const float* in, float* out, int64_t n) {                 \
+    for (int64_t k = 0; k < n; ++k) out[k] = scalar::F(in[k]);            \
+  }
 #endif
-  for (; k < n; ++k) out[k] = scalar::Exp(in[k]);
-}
+PTOX_VMATH_ARRAY(Exp)
+PTOX_VMATH_ARRAY(Tanh)
+PTOX_VMATH_ARRAY(Sigmoid)
+PTOX_VMATH_ARRAY(Silu)
+PTOX_VMATH_ARRAY(Gelu)
+#undef PTOX_VMATH_ARRAY
 
 }  // namespace ptox::cpu::vmath

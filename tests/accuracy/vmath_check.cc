@@ -1,5 +1,5 @@
 // kernels/cpu/vmath.h against kernels/scalar.h, bit for bit, on every f32 input (2^32 bit
-// patterns, or every stride-th with --stride=N). Built once per x86 ISA the kernels are compiled
+// patterns, or every stride-th with --stride=N), for each function with a vector form. Built once per x86 ISA the kernels are compiled
 // for (vmath_check_avx512, vmath_check_avx2); exits 77 (skipped) where the host lacks the ISA.
 //   vmath_check [--stride=N]
 #include <cstdint>
@@ -24,6 +24,19 @@ bool HostHasIsa() {
 #endif
 }
 
+struct Function {
+  const char* name;
+  void (*vector)(const float*, float*, int64_t);
+  float (*scalar)(float);
+};
+namespace vm = ptox::cpu::vmath;
+namespace sc = ptox::scalar;
+const Function kFunctions[] = {{"exp", vm::Exp, sc::Exp},
+                               {"tanh", vm::Tanh, sc::Tanh},
+                               {"sigmoid", vm::Sigmoid, sc::Sigmoid},
+                               {"silu", vm::Silu, sc::Silu},
+                               {"gelu", vm::Gelu, sc::Gelu}};
+
 struct Mismatch {
   uint64_t count = 0;
   uint32_t first = 0;
@@ -31,7 +44,7 @@ struct Mismatch {
 };
 
 // Bit patterns begin, begin + stride, ... below end, in blocks run through the array form.
-Mismatch Check(uint64_t begin, uint64_t end, uint64_t stride) {
+Mismatch Check(const Function& fn, uint64_t begin, uint64_t end, uint64_t stride) {
   constexpr int kBlock = 4096 + 7;  // not a multiple of the vector width: tails run too
   std::vector<float> in(kBlock), out(kBlock);
   Mismatch m;
@@ -41,9 +54,9 @@ Mismatch Check(uint64_t begin, uint64_t end, uint64_t stride) {
       const uint32_t bits = static_cast<uint32_t>(u);
       std::memcpy(&in[n], &bits, 4);
     }
-    ptox::cpu::vmath::Exp(in.data(), out.data(), n);
+    fn.vector(in.data(), out.data(), n);
     for (int k = 0; k < n; ++k) {
-      const uint32_t want = ptox::scalar::FloatBits(ptox::scalar::Exp(in[k]));
+      const uint32_t want = ptox::scalar::FloatBits(fn.scalar(in[k]));
       const uint32_t got = ptox::scalar::FloatBits(out[k]);
       if (want != got && m.count++ == 0) {
         m.first = ptox::scalar::FloatBits(in[k]);
@@ -77,22 +90,27 @@ int main(int argc, char** argv) {
 #endif
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const uint64_t total = uint64_t{1} << 32, count = (total + stride - 1) / stride;
-  std::vector<Mismatch> results(threads);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const uint64_t lo = count * t / threads * stride, hi = count * (t + 1) / threads * stride;
-      results[t] = Check(lo, std::min(hi, total), stride);
-    });
-  }
-  for (std::thread& th : pool) th.join();
   uint64_t bad = 0;
-  for (const Mismatch& m : results) {
-    if (m.count && !bad)
-      std::printf("exp(0x%08x): scalar 0x%08x, vector 0x%08x\n", m.first, m.want, m.got);
-    bad += m.count;
+  for (const Function& fn : kFunctions) {
+    std::vector<Mismatch> results(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const uint64_t lo = count * t / threads * stride, hi = count * (t + 1) / threads * stride;
+        results[t] = Check(fn, lo, std::min(hi, total), stride);
+      });
+    }
+    for (std::thread& th : pool) th.join();
+    uint64_t differ = 0;
+    for (const Mismatch& m : results) {
+      if (m.count && !differ)
+        std::printf("%s(0x%08x): scalar 0x%08x, vector 0x%08x\n", fn.name, m.first, m.want,
+                    m.got);
+      differ += m.count;
+    }
+    std::printf("%s: %llu inputs, %llu differ from kernels/scalar.h\n", fn.name,
+                static_cast<unsigned long long>(count), static_cast<unsigned long long>(differ));
+    bad += differ;
   }
-  std::printf("exp: %llu inputs, %llu differ from kernels/scalar.h\n",
-              static_cast<unsigned long long>(count), static_cast<unsigned long long>(bad));
   return bad ? 1 : 0;
 }

@@ -4,7 +4,7 @@
 // region that reads tensors and tiles once and writes once; padding is never computed (stores,
 // reductions and matmul read only valid elements).
 //
-// An op with a vector form in kernels/cpu/vmath.h (exp) splits the loop body into segments: each
+// An op with a vector form in kernels/cpu/vmath.h (exp, tanh, sigmoid, silu, gelu) splits the loop body into segments: each
 // row runs in chunks of kChunk columns, the segment before the op leaves its operand in a chunk
 // buffer, the vector form runs over the chunk, and the next segment reads the result back. The
 // element code stays plain C++ that the compiler vectorizes; the vector form computes the scalar
@@ -12,12 +12,24 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <string_view>
 
 #include "ir/walk.h"
 #include "passes/fuse_tiles.h"
 #include "targets/cpu/emitter.h"
 
 namespace ptox::targets::cpu {
+
+namespace {
+
+// Whether kernels/cpu/vmath.h has a vector form of the scalar function.
+bool HasVectorForm(std::string_view fn) {
+  for (std::string_view f : {"Exp", "Tanh", "Sigmoid", "Silu", "Gelu"})
+    if (fn == f) return true;
+  return false;
+}
+
+}  // namespace
 
 // One fused loop over the valid region of a root op's result: each inlined op becomes a line of
 // the per-element body, each inlined load / the store a window located before the loop, each
@@ -63,11 +75,16 @@ class FusedLoop {
     return InSegment(elem_[v.get()] = el);
   }
 
-  // The per-element expression of an inlined op (or the root).
-  Elem Element(const ir::OpStmt& op) {
+  // The per-element expression of an inlined op (or the root). `round` false leaves a float
+  // result in f32 for a store to round: Put<D>(RoundTo<D>(v)) == Put<D>(v), as rounding twice to
+  // the same type is rounding once (bf16 / f16 stores skip a conversion per element).
+  Elem Element(const ir::OpStmt& op, bool round = true) {
     const auto& a = op.args();
     const ir::Type& rt = op.result()->type;
     const std::string x = Fresh("e"), d = DTypeEnum(rt.dtype()), fn = Functor(op.op());
+    auto rounded = [&](const std::string& v) {
+      return round ? fmt::format("pc::RoundTo<{}>({})", d, v) : v;
+    };
     switch (ir::FamilyOf(op.op())) {
       case ir::OpFamily::kLoad: {
         const std::string w = Window(a[0], a, 1, d, e_.Where(op, "tile.load"));
@@ -76,22 +93,23 @@ class FusedLoop {
       case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
         const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
         Body(
-            fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}));", x, d, fn, y, z));
+            fmt::format("const auto {} = {};", x, rounded(fmt::format("{}::F({}, {})", fn, y, z))));
         break;
       }
       case ir::OpFamily::kUnary: {
         const std::string y = Operand(a[0], rt.dtype(), op);
-        if (op.op() != ir::OpCode::kTileExp) {
-          Body(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}));", x, d, fn, y));
+        const std::string_view sfn = ir::GetOpInfo(op.op()).scalar_fn;
+        if (!HasVectorForm(sfn)) {
+          Body(fmt::format("const auto {} = {};", x, rounded(fmt::format("{}::F({})", fn, y))));
           break;
         }
         // The vector form over the chunk: the operand goes to a buffer, the result comes back.
         e_.uses_vmath_ = true;
         const std::string buf = Buffer("float");
         Body(fmt::format("{}[c - c0] = {};", buf, y));
-        segs_.back().call = fmt::format("pc::vmath::Exp({0}, {0}, c1 - c0);", buf);
+        segs_.back().call = fmt::format("pc::vmath::{0}({1}, {1}, c1 - c0);", sfn, buf);
         segs_.emplace_back();
-        Body(fmt::format("const auto {} = pc::RoundTo<{}>({}[c - c0]);", x, d, buf));
+        Body(fmt::format("const auto {} = {};", x, rounded(buf + "[c - c0]")));
         return {x, Segment()};
       }
       case ir::OpFamily::kCompare: {
@@ -134,8 +152,8 @@ class FusedLoop {
         const std::string v = e_.Name(a[1].value()), y = Operand(a[0], rt.dtype(), op);
         pre_.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
                            : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
-        Body(fmt::format("const auto {} = pc::RoundTo<{}>({}::F({}, {}.v[{}]));", x, d,
-                                    fn, y, v, row ? "r" : "c"));
+        Body(fmt::format("const auto {} = {};", x,
+                         rounded(fmt::format("{}::F({}, {}.v[{}])", fn, y, v, row ? "r" : "c"))));
         break;
       }
       default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
@@ -355,7 +373,12 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   if (auto it = prefetch_for_.find(&root); it != prefetch_for_.end())
     loop.PrefetchStore(*it->second);
   if (store) {
-    const std::string result = loop.Operand(root.args()[0], shape.dtype(), root);
+    // The stored value is used by the store alone in this loop: Put rounds it.
+    const ir::Value& v = root.args()[0].value();
+    const ir::OpStmt& producer = *producer_.at(v.get());
+    const std::string result = ir::FamilyOf(producer.op()) == ir::OpFamily::kLoad
+                                   ? loop.Operand(root.args()[0], shape.dtype(), root)
+                                   : loop.Element(producer, /*round=*/false).name;
     const std::string d = DTypeEnum(shape.dtype());
     const std::string w = loop.Window(root.args()[1], root.args(), 2, d, Where(root, "tile.store"));
     loop.Body(
