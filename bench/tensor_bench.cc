@@ -37,6 +37,20 @@ constexpr int64_t kMiB = 1 << 20;
 constexpr char kHeapTunables[] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184";
 constexpr int kCheckRows = 8;  // rows checked against the interpreter (it is slow at 4096 rows)
 
+// --cold: bytes read before every timed run (ptox's and torch's alike), so each starts with
+// caches that hold none of its tensors: twice the L3, at least 512 MiB. Read, not written: dirty
+// lines would have to be written back during the timed run. 0: warm runs, each finding the caches
+// as the same program's previous run left them.
+int64_t g_evict_bytes = 0;
+
+void EvictCaches() {
+  if (g_evict_bytes == 0) return;
+  static const std::vector<uint64_t> junk(g_evict_bytes / sizeof(uint64_t), 1);
+  uint64_t sum = 0;
+  for (uint64_t v : junk) sum += v;
+  asm volatile("" : : "r"(sum));  // keep the loop
+}
+
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
     s.replace(p, from.size(), to);
@@ -343,27 +357,28 @@ Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int
     return r;
   }
 
-  // Timing: fused and unfused alternate within each repetition so load changes hit both.
+  // Timing: as torch's (bench/torch_baseline.py), each variant's repetitions run back to back,
+  // so each run finds the caches as the same program's previous run left them. (Alternating
+  // fused and unfused runs let the unfused one's intermediates, four times the tensor, evict the
+  // fused run's input from the L3 first: the fused timings then read 1.5x slower than warm ones
+  // and than torch's, which were always warm.)
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     PerThreads p;
     p.threads = threads[ti];
     p.triad_gbs = triad[ti];
-    if (!RunOnce(*prog, fused_args, p.threads, true, nullptr, &r.error) ||
-        !RunOnce(*prog, unfused_args, p.threads, false, nullptr, &r.error))
-      return r;
     std::vector<double> f, u;
     int64_t ff = 0, uf = 0;
-    for (int i = 0; i < reps; ++i) {
-      const int64_t f0 = MinorFaults();
-      auto a = Clock::now();
-      if (!RunOnce(*prog, fused_args, p.threads, true, nullptr, &r.error)) return r;
-      auto b = Clock::now();
-      const int64_t f1 = MinorFaults();
-      if (!RunOnce(*prog, unfused_args, p.threads, false, nullptr, &r.error)) return r;
-      u.push_back(Seconds(b, Clock::now()));
-      f.push_back(Seconds(a, b));
-      ff += f1 - f0;
-      uf += MinorFaults() - f1;
+    for (bool fused : {true, false}) {
+      const std::vector<ptox::Arg>& args = fused ? fused_args : unfused_args;
+      if (!RunOnce(*prog, args, p.threads, fused, nullptr, &r.error)) return r;  // warm-up
+      for (int i = 0; i < reps; ++i) {
+        EvictCaches();
+        const int64_t f0 = MinorFaults();
+        auto a = Clock::now();
+        if (!RunOnce(*prog, args, p.threads, fused, nullptr, &r.error)) return r;
+        (fused ? f : u).push_back(Seconds(a, Clock::now()));
+        (fused ? ff : uf) += MinorFaults() - f0;
+      }
     }
     p.fused_faults = static_cast<double>(ff) / reps;
     p.unfused_faults = static_cast<double>(uf) / reps;
@@ -389,7 +404,8 @@ std::string RunTorch(const std::string& python, const std::string& script, const
   const std::string cmd = "'" + python + "' '" + script + "' --json='" + json +
                           "' --shape=" + std::to_string(rows) + "x" + std::to_string(cols) +
                           " --threads=" + tlist + " --reps=" + std::to_string(reps) +
-                          " --cases=" + list + " > '" + tmp + "/torch.log' 2>&1";
+                          " --cases=" + list + " --evict-bytes=" + std::to_string(g_evict_bytes) +
+                          " > '" + tmp + "/torch.log' 2>&1";
   std::fprintf(stderr, "torch baseline: %s\n", cmd.c_str());
   const int rc = std::system(cmd.c_str());
   if (rc != 0 || !fs::exists(json)) {
@@ -435,9 +451,13 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
             const std::vector<int>& threads, const std::vector<double>& triad,
             const std::vector<Stats>& triad_stats, const std::string& torch_note,
             const std::string& malloc_mode, const std::string& json_path, FILE* md) {
-  std::fprintf(md, "Shape %lldx%lld, %d repetitions after one warm-up; %s; malloc: %s.\n\n",
+  const std::string caches =
+      g_evict_bytes ? "cold (" + std::to_string(g_evict_bytes >> 20) +
+                          " MiB read before each timed run)"
+                    : "warm (runs back to back)";
+  std::fprintf(md, "Shape %lldx%lld, %d repetitions after one warm-up; %s; malloc: %s; caches: %s.\n\n",
                static_cast<long long>(nrows), static_cast<long long>(cols), reps,
-               torch_note.c_str(), malloc_mode.c_str());
+               torch_note.c_str(), malloc_mode.c_str(), caches.c_str());
   for (size_t i = 0; i < threads.size(); ++i)
     std::fprintf(md, "- triad ceiling, %d thread%s: %.2f GB/s (min %.2f, max %.2f)\n", threads[i],
                  threads[i] == 1 ? "" : "s", triad[i], triad_stats[i].min, triad_stats[i].max);
@@ -447,7 +467,8 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
                "kernels fused / unfused | page faults / run fused / unfused / torch |\n");
   std::fprintf(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Json j = {{"shape", {nrows, cols}}, {"reps", reps},           {"torch", torch_note},
-            {"malloc", malloc_mode},  {"triad", Json::array()}, {"rows", Json::array()}};
+            {"malloc", malloc_mode},  {"triad", Json::array()}, {"rows", Json::array()},
+            {"evict_bytes", g_evict_bytes}};
   j["manifest"] = Json::parse(ptox::GetBuildManifest().ToJson());  // the build measured
   for (size_t i = 0; i < threads.size(); ++i)
     j["triad"].push_back({{"threads", threads[i]},
@@ -555,6 +576,8 @@ int main(int argc, char** argv) {
       script = a.substr(15);
     else if (a == "--no-torch")
       torch = false;
+    else if (a == "--cold")
+      g_evict_bytes = std::max<int64_t>(int64_t{512} << 20, 2 * sysconf(_SC_LEVEL3_CACHE_SIZE));
     else if (a.rfind("--shape=", 0) == 0 && a.find('x') != std::string::npos) {
       rows = std::atoll(a.c_str() + 8);
       cols = std::atoll(a.c_str() + a.find('x') + 1);
@@ -562,7 +585,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--json=FILE] [--md=FILE] [--shape=RxC] [--reps=N] "
                    "[--only=softmax,rmsnorm,layernorm,chain,chain_dag] [--no-torch] [--python=BIN] "
-                   "[--torch-script=PATH] [--malloc=default|heap]\n",
+                   "[--torch-script=PATH] [--malloc=default|heap] [--cold]\n",
                    argv[0]);
       return 2;
     }

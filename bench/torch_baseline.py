@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # PyTorch CPU eager baseline for bench/tensor_bench.cc: times softmax, rmsnorm, layernorm and
 # 8-op elementwise chains at given thread counts and writes the medians as JSON.
-"""Usage: torch_baseline.py [--json=FILE] [--shape=RxC] [--threads=2,1] [--reps=15]
+"""Usage: torch_baseline.py [--json=FILE] [--shape=RxC] [--threads=2,1] [--reps=15] [--evict-bytes=N]
                             [--cases=softmax:f32,rmsnorm:bf16,layernorm:f32,chain:f32,...]
 
 Prints a table to stdout; --json=FILE writes {"available": true, "torch": VERSION, "rows": [...]}
@@ -23,6 +23,8 @@ def parse_args():
     p.add_argument("--shape", default="4096x4096", help="rows x cols (reductions over cols)")
     p.add_argument("--threads", default="1", help="comma-separated torch.set_num_threads values")
     p.add_argument("--reps", type=int, default=15, help="timed repetitions after one warm-up")
+    p.add_argument("--evict-bytes", type=int, default=0,
+                   help="bytes read before each timed run (cold caches; 0: warm runs)")
     p.add_argument("--cases", default="softmax:f32,rmsnorm:f32,layernorm:f32,chain:f32,"
                    "chain_dag:f32,softmax:bf16,rmsnorm:bf16,layernorm:bf16",
                    help="comma-separated op:dtype (op: softmax rmsnorm layernorm chain chain_dag)")
@@ -83,12 +85,14 @@ def make_case(torch, op, dtype, rows, cols):
     raise ValueError("unknown op " + op)
 
 
-def time_it(fn, reps):
-    """Median, min, max seconds and minor page faults per run (fresh output buffers)."""
+def time_it(fn, reps, evict):
+    """Median, min, max seconds and minor page faults per run (fresh output buffers); `evict`
+    runs before each timed run, untimed."""
     fn()  # warm-up
     times = []
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(reps):
+        evict()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -111,13 +115,19 @@ def main():
     dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
     threads = [int(t) for t in args.threads.split(",") if t]
     out = {"available": True, "torch": torch.__version__, "shape": [rows, cols],
-           "reps": args.reps, "rows": []}
+           "reps": args.reps, "evict_bytes": args.evict_bytes, "rows": []}
+    junk = torch.ones(args.evict_bytes // 8, dtype=torch.int64)
+
+    def evict():  # as tensor_bench's EvictCaches: a read of the whole buffer
+        if junk.numel():
+            junk.sum()
+
     for case in args.cases.split(","):
         op, dt = case.split(":")
         fn = make_case(torch, op, dtypes[dt], rows, cols)
         for n in threads:
             torch.set_num_threads(n)
-            med, lo, hi, faults = time_it(fn, args.reps)
+            med, lo, hi, faults = time_it(fn, args.reps, evict)
             out["rows"].append({"op": op, "dtype": dt, "threads": torch.get_num_threads(),
                                 "median_s": med, "min_s": lo, "max_s": hi,
                                 "minflt_per_run": faults})

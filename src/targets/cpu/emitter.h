@@ -100,8 +100,13 @@ class Emitter {
   analysis::UseMap uses_;
   analysis::ProducerMap producer_;
   std::unordered_set<const ir::ValueNode*> inlined_;
-  // A fused loop -> the later fused store whose lines it prefetches for writing.
-  std::unordered_map<const ir::OpStmt*, const ir::OpStmt*> prefetch_for_;
+  // What a fused loop prefetches: a later fused store's lines, and the rows the loads of the
+  // enclosing sequential loop read on its next trip (each load with the loop's step).
+  struct Prefetches {
+    const ir::OpStmt* store = nullptr;
+    std::vector<std::pair<const ir::OpStmt*, int64_t>> next_loads;
+  };
+  std::unordered_map<const ir::OpStmt*, Prefetches> prefetches_;
   std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted

@@ -186,16 +186,26 @@ class FusedLoop {
     reduce_ = {fn, dest, dtype, where};
   }
 
-  // Prefetches for writing, chunk by chunk, the rows of a later fused store's window
-  // (pc::PrefetchForWrite). The window is found without checking: the store reports its errors.
-  void PrefetchStore(const ir::OpStmt& store) {
-    const std::string w = Fresh("pw"), d = DTypeEnum(store.args()[0].type().dtype());
-    pre_.push_back(fmt::format("pc::Window {};", w));
-    pre_.push_back(fmt::format("const bool {0}_ok = pc::FindWindow({1}, {{{2}}}, "
-                               "sizeof(pc::Memory<{3}>), &{0});",
-                               w, e_.Operand(store.args()[1]),
-                               e_.Operands(store.args(), 2, store.args().size()), d));
-    prefetch_ = w;
+  // Prefetches, chunk by chunk, the rows of a later fused store's window, and the rows the
+  // enclosing loop's next trip loads (pc::Prefetch). Windows are found without checking: the
+  // store and the loads report their errors, and a next trip past the tensor prefetches nothing.
+  void Prefetch(const Emitter::Prefetches& p) {
+    auto find = [&](const ir::OpStmt& op, size_t t, DType d, int row_dim, int64_t shift) {
+      const std::string w = Fresh("pw");
+      std::vector<std::string> offs;
+      for (size_t i = t + 1; i < op.args().size(); ++i) {
+        offs.push_back(e_.Operand(op.args()[i]));
+        if (static_cast<int>(i - t - 1) == row_dim && shift) offs.back() += fmt::format(" + {}", shift);
+      }
+      pre_.push_back(fmt::format("pc::Window {};", w));
+      pre_.push_back(fmt::format("const bool {0}_ok = pc::FindWindow({1}, {{{2}}}, "
+                                 "sizeof(pc::Memory<{3}>), &{0});",
+                                 w, e_.Operand(op.args()[t]), fmt::join(offs, ", "), DTypeEnum(d)));
+      prefetch_.push_back(w);
+    };
+    if (p.store) find(*p.store, 1, p.store->args()[0].type().dtype(), -1, 0);
+    for (const auto& [load, step] : p.next_loads)
+      find(*load, 0, load->result()->type.dtype(), load->args()[0].type().rank() - 2, step);
   }
 
   // Appends a line to the current segment (after computing its operands, which may end one).
@@ -239,8 +249,8 @@ class FusedLoop {
         e_.Line(depth + 3, fmt::format("pc::vred::RowAcc<{}> acc;", reduce_.fn));
       e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
       e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
-      if (!prefetch_.empty())
-        e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::PrefetchForWrite({0}, r, c0, c1);", prefetch_));
+      for (const std::string& w : prefetch_)
+        e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1);", w));
       for (const Seg& seg : segs_) {
         e_.Line(depth + 4, "for (int64_t c = c0; c < c1; ++c) {");
         for (const std::string& b : seg.lines) e_.Line(depth + 5, b);
@@ -306,7 +316,7 @@ class FusedLoop {
   std::vector<Seg> segs_{1};          // per element, one loop per segment
   std::vector<std::string> buffers_;  // chunk buffers, declared per row
   std::vector<std::string> windows_;  // inlined loads and the store: "w<k>" names
-  std::string prefetch_;              // a later store's window, prefetched per chunk
+  std::vector<std::string> prefetch_;  // windows prefetched per chunk
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
     std::string fn, dest, dtype, where;  // fn empty: not a reduction
@@ -330,37 +340,67 @@ void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
   ir::ForEachOp(scope.body(), [&](const ir::OpStmt& op) {
     if (passes::Fused(op)) inlined_.insert(op.result().get());
   });
-  // Each fused store's lines are prefetched for writing by the fused loop just before it over
-  // the same shape, when the store's tensor and offsets are defined by then.
-  std::function<void(const ir::Block&)> plan = [&](const ir::Block& block) {
-    const ir::OpStmt* last = nullptr;
-    std::unordered_set<const ir::ValueNode*> since;  // values defined after `last`
+  // The fused loop just before a fused store over the same shape prefetches the store's lines
+  // (when its tensor and offsets are defined by then) and, in a sequential loop's body, the rows
+  // each load of the body reads on the next trip: a load whose row offset is the induction
+  // variable plus a value from outside reads `step` rows further on.
+  std::function<void(const ir::Block&, const ir::ForStmt*)> plan = [&](const ir::Block& block,
+                                                                      const ir::ForStmt* loop) {
+    std::vector<std::pair<const ir::OpStmt*, int64_t>> next;
+    if (loop && loop->loop_kind() == ir::LoopKind::kSequential && loop->step().is_int()) {
+      std::unordered_set<const ir::ValueNode*> shifted = {loop->iv().get()};
+      for (const ir::StmtRef& s : block) {
+        if (s->kind() != ir::StmtKind::kOp) continue;
+        const auto& op = ir::As<ir::OpStmt>(*s);
+        if (op.op() == ir::OpCode::kArithAdd)
+          for (const ir::Operand& a : op.args())
+            if (a.is_value() && a.value() == loop->iv()) shifted.insert(op.result().get());
+        const int rank = ir::FamilyOf(op.op()) == ir::OpFamily::kLoad
+                             ? op.args()[0].type().rank() : 0;
+        if (rank >= 2) {
+          const ir::Operand& row = op.args()[rank - 1];
+          if (row.is_value() && shifted.count(row.value().get()))
+            next.push_back({&op, loop->step().int_value()});
+        }
+      }
+    }
+    std::vector<std::pair<const ir::OpStmt*, int>> roots;  // fused loops and their positions
+    std::unordered_map<const ir::ValueNode*, int> defined;  // value -> its op's position
+    int pos = 0;
     for (const ir::StmtRef& s : block) {
-      ir::ForEachBody(*s, plan);
+      ++pos;
+      ir::ForEachBody(*s, [&](const ir::Block& b) {
+        plan(b, s->kind() == ir::StmtKind::kFor ? &ir::As<ir::ForStmt>(*s) : nullptr);
+      });
       if (s->kind() != ir::StmtKind::kOp) {
-        last = nullptr;
+        roots.clear();
         continue;
       }
       const auto& op = ir::As<ir::OpStmt>(*s);
-      const bool root = FusedRoot(op);
-      if (root && ir::FamilyOf(op.op()) == ir::OpFamily::kStore && last) {
+      const bool store = ir::FamilyOf(op.op()) == ir::OpFamily::kStore;
+      if (FusedRoot(op) && !store) roots.push_back({&op, pos});
+      if (FusedRoot(op) && store) {  // the last loop over its shape after its offsets are defined
         const ir::Type& shape = op.args()[0].type();
-        const ir::Type& at = ir::FamilyOf(last->op()) == ir::OpFamily::kRowReduce
-                                 ? last->args()[0].type()
-                                 : last->result()->type;
-        bool ready = at.rows() == shape.rows() && at.cols() == shape.cols();
-        for (size_t i = 1; i < op.args().size(); ++i)
-          ready &= !op.args()[i].is_value() || !since.count(op.args()[i].value().get());
-        if (ready) prefetch_for_[last] = &op;
+        for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
+          const ir::OpStmt& r = *it->first;
+          const ir::Type& at = ir::FamilyOf(r.op()) == ir::OpFamily::kRowReduce
+                                   ? r.args()[0].type()
+                                   : r.result()->type;
+          if (at.rows() != shape.rows() || at.cols() != shape.cols()) continue;
+          bool ready = true;
+          for (size_t i = 1; i < op.args().size(); ++i) {
+            const ir::Operand& a = op.args()[i];
+            auto d = a.is_value() ? defined.find(a.value().get()) : defined.end();
+            ready &= d == defined.end() || d->second < it->second;
+          }
+          if (ready) prefetches_[&r] = {&op, next};
+          break;
+        }
       }
-      if (root && ir::FamilyOf(op.op()) != ir::OpFamily::kStore) {
-        last = &op;
-        since.clear();
-      }
-      for (const ir::Value& r : op.results()) since.insert(r.get());
+      for (const ir::Value& r : op.results()) defined[r.get()] = pos;
     }
   };
-  plan(scope.body());
+  plan(scope.body(), nullptr);
 }
 
 bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
@@ -370,8 +410,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   const ir::Type& shape = store || family == ir::OpFamily::kRowReduce ? root.args()[0].type()
                                                                        : root.result()->type;
   FusedLoop loop(*this, shape);
-  if (auto it = prefetch_for_.find(&root); it != prefetch_for_.end())
-    loop.PrefetchStore(*it->second);
+  if (auto it = prefetches_.find(&root); it != prefetches_.end()) loop.Prefetch(it->second);
   if (store) {
     // The stored value is used by the store alone in this loop: Put rounds it.
     const ir::Value& v = root.args()[0].value();
