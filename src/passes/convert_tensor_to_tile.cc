@@ -455,8 +455,8 @@ class Converter {
   // Rows a row group's task computes at a time: a row reduction makes several passes over each
   // row (softmax: max, exp, sum, scale), and rows whose live tiles fit in kRowPassBytes are still
   // in L1 for the next pass (on one core, 4096-column softmax ran 1.1x faster one row at a time
-  // than 16 rows at a time, with the store's lines prefetched). A fixed size rather than the host's L1, so the IR is the same on
-  // every machine; it fits half of a 32 KiB L1.
+  // than 16 rows at a time, with the store's lines prefetched). A fixed size rather than the
+  // host's L1, so the IR is the same on every machine; it fits half of a 32 KiB L1.
   static int64_t RowsPerPass(const GroupOps& g, Tiling t) {
     constexpr int64_t kRowPassBytes = 16 << 10;
     const int64_t row_bytes = 4 * t.cols * LiveTiles(g);
