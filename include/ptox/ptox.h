@@ -174,7 +174,8 @@ Result<int64_t> ClearCache();
 // How far a compiled target may legitimately differ from the interpreter on `function`'s
 // outputs: 0 when every op is exact (elementwise, casts, layout, max / min), else K * 2^-23 for
 // the longest reordered reduction (row_sum / col_sum length, matmul K) — an output element then
-// agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound).
+// agrees within K * 2^-23 * (|ref| + max |ref|) (docs/ops.md states each op's bound), plus one
+// ulp of a bf16 / f16 output (2^-7 / 2^-10 of it: a reordered result may round the other way).
 // Tensor-level sums (tensor.sum, matmul, softmax, norms) are lowered to tiles of any shape and
 // may feed each other, so their term counts add up; bounds over symbolic dims need `args`.
 // The bound assumes what follows a reordered sum is well conditioned: an op that amplifies

@@ -269,8 +269,19 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
   double bound = 0;
   Status s = Guard([&] {
     const ir::Func* f = Entry(program.module(), function);
+    const int64_t terms = driver::ReorderedTerms(*f, args);
+    if (terms == 0) return;
+    // A reordered f32 result rounded to a 16-bit output may land on the other side of a
+    // rounding boundary: one ulp of that type, at most 2^-7 (bf16) or 2^-10 (f16) of it.
+    double ulp = 0;
+    for (const ir::Param& p : f->params) {
+      const ir::Type& t = p.value->type;
+      if (p.dir == ir::Direction::kIn || !t.is_tensor()) continue;
+      if (t.dtype() == DType::kBF16) ulp = std::max(ulp, 0x1p-7);
+      if (t.dtype() == DType::kF16) ulp = std::max(ulp, 0x1p-10);
+    }
     // A safety factor of 2 over the n * eps bound of a reordered n-term sum.
-    bound = 2.0 * static_cast<double>(driver::ReorderedTerms(*f, args)) * 0x1p-23;
+    bound = 2.0 * static_cast<double>(terms) * 0x1p-23 + ulp;
   });
   if (!s.ok()) return s;
   return bound;

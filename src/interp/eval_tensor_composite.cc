@@ -1,15 +1,17 @@
 // Composite tensor ops (softmax, log_softmax, rmsnorm, layernorm, swiglu, rope), each defined as
-// an exact sequence of primitive steps that round to the dtype; lower-composites must match it.
+// an exact sequence of primitive f32 steps; lower-composites must match it. bf16 / f16 operands
+// widen exactly and the result rounds once to their dtype, as torch computes these ops: rounding
+// every step would cost accuracy and, in fused kernels, most of the time.
 #include "interp/eval_tensor.h"
 #include "ops/type_rules.h"
 
 namespace ptox::interp {
 namespace {
 
-// Steps of one composite, rounding to the dtype of x after each.
+// Steps of one composite, in f32.
 class Steps {
  public:
-  Steps(const ir::OpStmt& op, DType dtype) : op_(op), dtype_(dtype) {}
+  explicit Steps(const ir::OpStmt& op) : op_(op) {}
 
   Dense Add(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kAdd, a, b); }
   Dense Sub(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kSub, a, b); }
@@ -17,10 +19,10 @@ class Steps {
   Dense Div(const Dense& a, const Dense& b) const { return Binary(op_, Fn::kDiv, a, b); }
   Dense Sum(const Dense& a, int axis) const { return Reduce(op_, Fn::kAdd, a, axis, true); }
   Dense Max(const Dense& a, int axis) const { return Reduce(op_, Fn::kMax, a, axis, true); }
-  // A float immediate: rounded to f32, then to the dtype.
-  Dense Imm(double v) const { return ScalarOf(dtype_, v); }
+  // A float immediate, rounded to f32.
+  Dense Imm(double v) const { return ScalarOf(DType::kF32, v); }
   // 1 / f32(C) in f32 for the size C of the last axis (inf when the axis is empty, where
-  // nothing uses it), then rounded to the dtype like an immediate.
+  // nothing uses it).
   Dense InvLast(const Dense& x) const {
     return Imm(1.0f / static_cast<float>(x.shape.back()));
   }
@@ -33,7 +35,6 @@ class Steps {
 
  private:
   const ir::OpStmt& op_;
-  DType dtype_;
 };
 
 // softmax: m = reduce_max(x, axis, keep); s = x - m; e = exp(s); z = sum(e, axis, keep);
@@ -125,18 +126,20 @@ Dense Rope(const Steps& st, const Dense& x, const Dense& cos, const Dense& sin) 
 }  // namespace
 
 Dense EvalComposite(const ir::OpStmt& op, const std::vector<Dense>& args) {
-  const Steps st(op, args[0].dtype);
-  const Dense& x = args[0];
+  const Steps st(op);
+  std::vector<Dense> a;  // widened exactly (scalars were rounded to x's dtype first)
+  for (const Dense& d : args) a.push_back(CastTo(DType::kF32, d));
+  Dense y;
   switch (op.op()) {
-    case ir::OpCode::kTensorSoftmax: return Softmax(st, x, /*log=*/false);
-    case ir::OpCode::kTensorLogSoftmax: return Softmax(st, x, /*log=*/true);
-    case ir::OpCode::kTensorRmsnorm: return Rmsnorm(st, x, args[1]);
-    case ir::OpCode::kTensorLayernorm: return Layernorm(st, x, args[1], args[2]);
-    case ir::OpCode::kTensorSwiglu: return Swiglu(st, x, args[1]);
-    case ir::OpCode::kTensorRope: return Rope(st, x, args[1], args[2]);
+    case ir::OpCode::kTensorSoftmax: y = Softmax(st, a[0], /*log=*/false); break;
+    case ir::OpCode::kTensorLogSoftmax: y = Softmax(st, a[0], /*log=*/true); break;
+    case ir::OpCode::kTensorRmsnorm: y = Rmsnorm(st, a[0], a[1]); break;
+    case ir::OpCode::kTensorLayernorm: y = Layernorm(st, a[0], a[1], a[2]); break;
+    case ir::OpCode::kTensorSwiglu: y = Swiglu(st, a[0], a[1]); break;
+    case ir::OpCode::kTensorRope: y = Rope(st, a[0], a[1], a[2]); break;
     default: PTOX_ICHECK(false) << "not a composite: " << OpWhere(op);
   }
-  return {};
+  return CastTo(args[0].dtype, y);
 }
 
 }  // namespace ptox::interp

@@ -610,7 +610,7 @@ TEST(TensorComposite, RopeBothFormsMatchDoubleReference) {
 }
 
 // Each composite in bf16 equals its documented decomposition written as primitive tensor ops,
-// bit for bit (every step rounds to bf16).
+// bit for bit: the operands widened to f32, f32 steps, one rounding to bf16 at the end.
 TEST(TensorComposite, Bf16CompositesEqualTheirPrimitiveDecompositions) {
   const int R = 3, C = 8;
   auto bf16 = [](const std::vector<float>& v) {
@@ -622,54 +622,94 @@ TEST(TensorComposite, Bf16CompositesEqualTheirPrimitiveDecompositions) {
   Buf u = Buf::Of(DType::kBF16, {R, C}, bf16(Wavy(R * C, 11)));
   Buf w = Buf::Of(DType::kBF16, {C}, bf16(Wavy(C, 12)));
   Buf b = Buf::Of(DType::kBF16, {C}, bf16(Wavy(C, 13)));
-  const std::string t = "tensor<3x8xbf16>";
+  const std::string t = "tensor<3x8xbf16>", tf = "tensor<3x8xf32>";
   struct Case {
     std::string composite, decomposition;
   };
   const Case cases[] = {
       {"%y = tensor.softmax %x",
-       "%m = tensor.reduce_max %x {axis = -1, keepdims = true}\n %s = tensor.sub %x, %m\n"
+       "%m = tensor.reduce_max %xf {axis = -1, keepdims = true}\n %s = tensor.sub %xf, %m\n"
        " %e = tensor.exp %s\n %z = tensor.sum %e {axis = -1, keepdims = true}\n"
-       " %r = tensor.recip %z\n %y2 = tensor.mul %e, %r"},
+       " %r = tensor.recip %z\n %y3 = tensor.mul %e, %r"},
       {"%y = tensor.log_softmax %x",
-       "%m = tensor.reduce_max %x {axis = -1, keepdims = true}\n %s = tensor.sub %x, %m\n"
+       "%m = tensor.reduce_max %xf {axis = -1, keepdims = true}\n %s = tensor.sub %xf, %m\n"
        " %e = tensor.exp %s\n %z = tensor.sum %e {axis = -1, keepdims = true}\n"
-       " %l = tensor.log %z\n %y2 = tensor.sub %s, %l"},
+       " %l = tensor.log %z\n %y3 = tensor.sub %s, %l"},
       {"%y = tensor.rmsnorm %x, %w {eps = 1e-06}",
-       "%q = tensor.mul %x, %x\n %ss = tensor.sum %q {axis = -1, keepdims = true}\n"
+       "%q = tensor.mul %xf, %xf\n %ss = tensor.sum %q {axis = -1, keepdims = true}\n"
        " %ms = tensor.mul %ss, 0.125\n %a = tensor.add %ms, 1e-06\n %r = tensor.rsqrt %a\n"
-       " %t = tensor.mul %x, %r\n %y2 = tensor.mul %t, %w"},
+       " %t = tensor.mul %xf, %r\n %y3 = tensor.mul %t, %wf"},
       {"%y = tensor.layernorm %x, %w, %b {eps = 1e-05}",
-       "%s = tensor.sum %x {axis = -1, keepdims = true}\n %mean = tensor.mul %s, 0.125\n"
-       " %d = tensor.sub %x, %mean\n %q = tensor.mul %d, %d\n"
+       "%s = tensor.sum %xf {axis = -1, keepdims = true}\n %mean = tensor.mul %s, 0.125\n"
+       " %d = tensor.sub %xf, %mean\n %q = tensor.mul %d, %d\n"
        " %vs = tensor.sum %q {axis = -1, keepdims = true}\n %v = tensor.mul %vs, 0.125\n"
        " %a = tensor.add %v, 1e-05\n %r = tensor.rsqrt %a\n %n = tensor.mul %d, %r\n"
-       " %t = tensor.mul %n, %w\n %y2 = tensor.add %t, %b"},
-      {"%y = tensor.swiglu %x, %u", "%sg = tensor.silu %x\n %y2 = tensor.mul %sg, %u"},
+       " %t = tensor.mul %n, %wf\n %y3 = tensor.add %t, %bf"},
+      {"%y = tensor.swiglu %x, %u", "%sg = tensor.silu %xf\n %y3 = tensor.mul %sg, %uf"},
       {"%y = tensor.rope %x, %u, %u",
-       "%hi = tensor.slice %x[0, 4] : tensor<3x4xbf16>\n"
-       " %lo = tensor.slice %x[0, 0] : tensor<3x4xbf16>\n %nh = tensor.neg %hi\n"
-       " %rot = tensor.concat %nh, %lo {axis = 1}\n %p = tensor.mul %x, %u\n"
-       " %q = tensor.mul %rot, %u\n %y2 = tensor.add %p, %q"},
+       "%hi = tensor.slice %xf[0, 4] : tensor<3x4xf32>\n"
+       " %lo = tensor.slice %xf[0, 0] : tensor<3x4xf32>\n %nh = tensor.neg %hi\n"
+       " %rot = tensor.concat %nh, %lo {axis = 1}\n %p = tensor.mul %xf, %uf\n"
+       " %q = tensor.mul %rot, %uf\n %y3 = tensor.add %p, %q"},
       {"%y = tensor.rope %x, %u, %u {interleaved = true}",
-       "%x3 = tensor.reshape %x : tensor<3x4x2xbf16>\n"
-       " %ev = tensor.slice %x3[0, 0, 0] : tensor<3x4x1xbf16>\n"
-       " %od = tensor.slice %x3[0, 0, 1] : tensor<3x4x1xbf16>\n %no = tensor.neg %od\n"
+       "%x3 = tensor.reshape %xf : tensor<3x4x2xf32>\n"
+       " %ev = tensor.slice %x3[0, 0, 0] : tensor<3x4x1xf32>\n"
+       " %od = tensor.slice %x3[0, 0, 1] : tensor<3x4x1xf32>\n %no = tensor.neg %od\n"
        " %r3 = tensor.concat %no, %ev {axis = 2}\n %rot = tensor.reshape %r3 : " +
-           t +
+           tf +
            "\n"
-           " %p = tensor.mul %x, %u\n %q = tensor.mul %rot, %u\n %y2 = tensor.add %p, %q"},
+           " %p = tensor.mul %xf, %uf\n %q = tensor.mul %rot, %uf\n %y3 = tensor.add %p, %q"},
   };
+  const std::string widen =
+      "%xf = tensor.cast %x : " + tf + "\n %uf = tensor.cast %u : " + tf +
+      "\n %wf = tensor.cast %w : tensor<8xf32>\n %bf = tensor.cast %b : tensor<8xf32>\n ";
   for (const Case& c : cases) {
     Buf y1 = Buf::Filled<uint16_t>(DType::kBF16, {R, C}, 0xFFFF);
     Buf y2 = Buf::Filled<uint16_t>(DType::kBF16, {R, C}, 0xFFFF);
     RunFunc("%x: in " + t + ", %u: in " + t + ", %w: in tensor<8xbf16>, %b: in " +
                 "tensor<8xbf16>, %o1: out " + t + ", %o2: out " + t,
-            "  " + c.composite + "\n  " + c.decomposition +
-                "\n  tensor.store %y, %o1\n  tensor.store %y2, %o2\n",
+            "  " + c.composite + "\n  " + widen + c.decomposition +
+                "\n  %y2 = tensor.cast %y3 : " + t + "\n  tensor.store %y, %o1\n" +
+                "  tensor.store %y2, %o2\n",
             {x.View(), u.View(), w.View(), b.View(), y1.View(), y2.View()});
     EXPECT_EQ(Halves(y1), Halves(y2)) << c.composite;
     EXPECT_NE(y1.At<uint16_t>(0), 0xFFFF) << c.composite;
+  }
+}
+
+// Rounding once makes a bf16 softmax / rmsnorm correctly rounded but for the f32 steps' error:
+// within half a bf16 ulp of the double result on the bf16 inputs, plus 2^-8 ulp (an f32 error of
+// up to 2^-16 relative, far above these steps').
+TEST(TensorComposite, Bf16SoftmaxAndRmsnormRoundOnce) {
+  const int R = 4, C = 64;
+  std::vector<uint16_t> xh, wh;
+  for (float f : Wavy(R * C, 14)) xh.push_back(scalar::F32ToBf16(3.0f * f));
+  for (float f : Wavy(C, 15)) wh.push_back(scalar::F32ToBf16(f));
+  Buf x = Buf::Of(DType::kBF16, {R, C}, xh), w = Buf::Of(DType::kBF16, {C}, wh);
+  const std::string t = "tensor<4x64xbf16>";
+  Buf sm = Buf::Filled<uint16_t>(DType::kBF16, {R, C}, 0xFFFF);
+  Buf rms = Buf::Filled<uint16_t>(DType::kBF16, {R, C}, 0xFFFF);
+  RunFunc("%x: in " + t + ", %w: in tensor<64xbf16>, %o1: out " + t + ", %o2: out " + t,
+          "  %s = tensor.softmax %x\n  %r = tensor.rmsnorm %x, %w {eps = 1e-06}\n"
+          "  tensor.store %s, %o1\n  tensor.store %r, %o2\n",
+          {x.View(), w.View(), sm.View(), rms.View()});
+  auto ulp = [](double v) { return std::ldexp(1.0, std::ilogb(v) - 7); };  // bf16: 8 bits
+  for (int r = 0; r < R; ++r) {
+    double m = -INFINITY, z = 0, ss = 0;
+    auto xv = [&](int c) { return double{scalar::Bf16ToF32(xh[r * C + c])}; };
+    for (int c = 0; c < C; ++c) m = std::max(m, xv(c)), ss += xv(c) * xv(c);
+    for (int c = 0; c < C; ++c) z += std::exp(xv(c) - m);
+    for (int c = 0; c < C; ++c) {
+      const double want_sm = std::exp(xv(c) - m) / z;
+      const double want_rms = xv(c) / std::sqrt(ss / C + 1e-6) * scalar::Bf16ToF32(wh[c]);
+      const double got_sm = scalar::Bf16ToF32(sm.At<uint16_t>(r * C + c));
+      const double got_rms = scalar::Bf16ToF32(rms.At<uint16_t>(r * C + c));
+      EXPECT_LE(std::abs(got_sm - want_sm), ulp(want_sm) * (0.5 + 0x1p-8)) << r << "," << c;
+      if (want_rms != 0) {
+        EXPECT_LE(std::abs(got_rms - want_rms), ulp(std::abs(want_rms)) * (0.5 + 0x1p-8))
+            << r << "," << c;
+      }
+    }
   }
 }
 
