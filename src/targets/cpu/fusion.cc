@@ -412,12 +412,17 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   FusedLoop loop(*this, shape);
   if (auto it = prefetches_.find(&root); it != prefetches_.end()) loop.Prefetch(it->second);
   if (store) {
-    // The stored value is used by the store alone in this loop: Put rounds it.
+    // The stored value is used by the store alone in this loop: Put rounds it. A float-to-float
+    // cast into the stored dtype is that rounding (a bf16 composite's last step), so it goes.
     const ir::Value& v = root.args()[0].value();
     const ir::OpStmt& producer = *producer_.at(v.get());
-    const std::string result = ir::FamilyOf(producer.op()) == ir::OpFamily::kLoad
-                                   ? loop.Operand(root.args()[0], shape.dtype(), root)
-                                   : loop.Element(producer, /*round=*/false).name;
+    const ir::OpFamily pf = ir::FamilyOf(producer.op());
+    const DType from = producer.args().empty() ? shape.dtype() : producer.args()[0].type().dtype();
+    const std::string result =
+        pf == ir::OpFamily::kLoad ? loop.Operand(root.args()[0], shape.dtype(), root)
+        : pf == ir::OpFamily::kCast && IsFloat(from) && IsFloat(shape.dtype())
+            ? loop.Operand(producer.args()[0], from, producer)
+            : loop.Element(producer, /*round=*/false).name;
     const std::string d = DTypeEnum(shape.dtype());
     const std::string w = loop.Window(root.args()[1], root.args(), 2, d, Where(root, "tile.store"));
     loop.Body(
