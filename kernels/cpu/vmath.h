@@ -130,11 +130,8 @@ inline V Gelu(V x) {
     for (int64_t k = 0; k < n; ++k) out[k] = scalar::F(in[k]);            \
   }
 #endif
-PTOX_VMATH_ARRAY(Exp)
-PTOX_VMATH_ARRAY(Tanh)
-PTOX_VMATH_ARRAY(Sigmoid)
-PTOX_VMATH_ARRAY(Silu)
-PTOX_VMATH_ARRAY(Gelu)
+#define PTOX_VMATH_FN(F) PTOX_VMATH_ARRAY(F)
+#include "kernels/cpu/vmath_fns.def"
 #undef PTOX_VMATH_ARRAY
 
 }  // namespace ptox::cpu::vmath

@@ -4,11 +4,11 @@
 // region that reads tensors and tiles once and writes once; padding is never computed (stores,
 // reductions and matmul read only valid elements).
 //
-// An op with a vector form in kernels/cpu/vmath.h (exp, tanh, sigmoid, silu, gelu) splits the loop body into segments: each
-// row runs in chunks of kChunk columns, the segment before the op leaves its operand in a chunk
-// buffer, the vector form runs over the chunk, and the next segment reads the result back. The
-// element code stays plain C++ that the compiler vectorizes; the vector form computes the scalar
-// definition's bits (vmath.h), so chunking changes speed only.
+// An op with a vector form in kernels/cpu/vmath.h (listed in vmath_fns.def) splits the loop body
+// into segments: each row runs in chunks of kChunk columns, the segment before the op leaves its
+// operand in a chunk buffer, the vector form runs over the chunk, and the next segment reads the
+// result back. The element code stays plain C++ that the compiler vectorizes; the vector form
+// computes the scalar definition's bits (vmath.h), so chunking changes speed only.
 #include <fmt/format.h>
 
 #include <functional>
@@ -24,9 +24,17 @@ namespace {
 
 // Whether kernels/cpu/vmath.h has a vector form of the scalar function.
 bool HasVectorForm(std::string_view fn) {
-  for (std::string_view f : {"Exp", "Tanh", "Sigmoid", "Silu", "Gelu"})
-    if (fn == f) return true;
+#define PTOX_VMATH_FN(F) \
+  if (fn == #F) return true;
+#include "kernels/cpu/vmath_fns.def"
   return false;
+}
+
+// The shape a fused loop runs over: a store's or row reduction's operand, else the result.
+const ir::Type& LoopShape(const ir::OpStmt& root) {
+  const ir::OpFamily f = ir::FamilyOf(root.op());
+  return f == ir::OpFamily::kStore || f == ir::OpFamily::kRowReduce ? root.args()[0].type()
+                                                                    : root.result()->type;
 }
 
 }  // namespace
@@ -190,12 +198,15 @@ class FusedLoop {
   // enclosing loop's next trip loads (pc::Prefetch). Windows are found without checking: the
   // store and the loads report their errors, and a next trip past the tensor prefetches nothing.
   void Prefetch(const Emitter::Prefetches& p) {
+    // The window of op's tensor operand t at its offsets (the operands after t), `shift` rows on
+    // along dim `row_dim` (-1: none).
     auto find = [&](const ir::OpStmt& op, size_t t, DType d, int row_dim, int64_t shift) {
       const std::string w = Fresh("pw");
+      const size_t row = row_dim < 0 ? op.args().size() : t + 1 + row_dim;
       std::vector<std::string> offs;
       for (size_t i = t + 1; i < op.args().size(); ++i) {
         offs.push_back(e_.Operand(op.args()[i]));
-        if (static_cast<int>(i - t - 1) == row_dim && shift) offs.back() += fmt::format(" + {}", shift);
+        if (i == row && shift != 0) offs.back() += fmt::format(" + {}", shift);
       }
       pre_.push_back(fmt::format("pc::Window {};", w));
       pre_.push_back(fmt::format("const bool {0}_ok = pc::FindWindow({1}, {{{2}}}, "
@@ -380,12 +391,10 @@ void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
       const bool store = ir::FamilyOf(op.op()) == ir::OpFamily::kStore;
       if (FusedRoot(op) && !store) roots.push_back({&op, pos});
       if (FusedRoot(op) && store) {  // the last loop over its shape after its offsets are defined
-        const ir::Type& shape = op.args()[0].type();
+        const ir::Type& shape = LoopShape(op);
         for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
           const ir::OpStmt& r = *it->first;
-          const ir::Type& at = ir::FamilyOf(r.op()) == ir::OpFamily::kRowReduce
-                                   ? r.args()[0].type()
-                                   : r.result()->type;
+          const ir::Type& at = LoopShape(r);
           if (at.rows() != shape.rows() || at.cols() != shape.cols()) continue;
           bool ready = true;
           for (size_t i = 1; i < op.args().size(); ++i) {
@@ -407,8 +416,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   if (!FusedRoot(root)) return false;
   const ir::OpFamily family = ir::FamilyOf(root.op());
   const bool store = family == ir::OpFamily::kStore;
-  const ir::Type& shape = store || family == ir::OpFamily::kRowReduce ? root.args()[0].type()
-                                                                       : root.result()->type;
+  const ir::Type& shape = LoopShape(root);
   FusedLoop loop(*this, shape);
   if (auto it = prefetches_.find(&root); it != prefetches_.end()) loop.Prefetch(it->second);
   if (store) {
