@@ -4,12 +4,12 @@
 // steps are f32: bf16 / f16 operands are widened by tensor.cast and the result rounded by one.
 //
 // Requires: verified IR. Establishes: no composite ops. The composite's result value is kept as
-// the result of the last primitive, so uses need no rewriting.
+// the result of the last primitive (or of the final cast), so uses need no rewriting.
 // Algorithm: one walk over every block; each composite expands in place. O(statements).
+#include "kernels/scalar.h"
 #include "ops/type_rules.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
-#include "kernels/scalar.h"
 
 namespace ptox::passes {
 namespace {
