@@ -425,12 +425,12 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
     const ir::Value& v = root.args()[0].value();
     const ir::OpStmt& producer = *producer_.at(v.get());
     const ir::OpFamily pf = ir::FamilyOf(producer.op());
-    const DType from = producer.args().empty() ? shape.dtype() : producer.args()[0].type().dtype();
+    const bool float_cast = pf == ir::OpFamily::kCast && IsFloat(shape.dtype()) &&
+                            IsFloat(producer.args()[0].type().dtype());
     const std::string result =
         pf == ir::OpFamily::kLoad ? loop.Operand(root.args()[0], shape.dtype(), root)
-        : pf == ir::OpFamily::kCast && IsFloat(from) && IsFloat(shape.dtype())
-            ? loop.Operand(producer.args()[0], from, producer)
-            : loop.Element(producer, /*round=*/false).name;
+        : float_cast ? loop.Operand(producer.args()[0], producer.args()[0].type().dtype(), producer)
+                     : loop.Element(producer, /*round=*/false).name;
     const std::string d = DTypeEnum(shape.dtype());
     const std::string w = loop.Window(root.args()[1], root.args(), 2, d, Where(root, "tile.store"));
     loop.Body(
