@@ -1,7 +1,7 @@
 // Composite tensor ops (softmax, log_softmax, rmsnorm, layernorm, swiglu, rope), each defined as
 // an exact sequence of primitive f32 steps; lower-composites must match it. bf16 / f16 operands
-// widen exactly and the result rounds once to their dtype, as torch computes these ops: rounding
-// every step would cost accuracy and, in fused kernels, most of the time.
+// widen exactly and the result rounds once to their dtype (torch's softmax and norms also compute
+// in f32): rounding every step would cost accuracy and, in fused kernels, most of the time.
 #include "interp/eval_tensor.h"
 #include "ops/type_rules.h"
 
