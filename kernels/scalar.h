@@ -72,11 +72,13 @@ PTOX_HD inline float Bf16ToF32(uint16_t h) { return BitsFloat(static_cast<uint32
 // f32 -> bf16, round to nearest even. NaN stays NaN, made quiet, sign kept; values past the bf16
 // range round to +-Inf; subnormals round like any other value. Tie examples: 0x3F818000 ->
 // 0x3F82 (odd 0x3F81 rounds up), 0x3F828000 -> 0x3F82 (even 0x3F82 stays).
-PTOX_HD inline uint16_t F32ToBf16(float x) {
+PTOX_HD inline uint16_t F32ToBf16NotNaN(float x) {  // F32ToBf16 of a value known not NaN
   uint32_t u = FloatBits(x);
-  uint32_t nan = (u >> 16) | 0x0040u;
-  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>(IsNaN(x) ? nan : rounded);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+PTOX_HD inline uint16_t F32ToBf16(float x) {
+  uint16_t nan = static_cast<uint16_t>((FloatBits(x) >> 16) | 0x0040u);
+  return IsNaN(x) ? nan : F32ToBf16NotNaN(x);
 }
 
 // f16 -> f32: exact, including subnormals; NaN payloads are kept and made quiet.

@@ -172,9 +172,11 @@ inline Storage<D> FromMemory(Memory<D> m) {
   else if constexpr (D == DT::kBool) return m != 0 ? 1 : 0;
   else return m;
 }
-template <DT D>
+// kExact false: `s` is known not to be NaN (a fused loop's fast mode), so bf16 skips NaN's case.
+template <DT D, bool kExact = true>
 inline Memory<D> ToMemory(Storage<D> s) {
-  if constexpr (D == DT::kBF16) return scalar::F32ToBf16(s);
+  if constexpr (D == DT::kBF16 && !kExact) return scalar::F32ToBf16NotNaN(s);
+  else if constexpr (D == DT::kBF16) return scalar::F32ToBf16(s);
   else if constexpr (D == DT::kF16) return F32ToF16(s);
   else return s;
 }

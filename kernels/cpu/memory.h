@@ -174,9 +174,9 @@ inline Storage<D> Get(const char* row, int64_t i) {
   std::memcpy(&m, row + i * static_cast<int64_t>(sizeof(Memory<D>)), sizeof(Memory<D>));
   return FromMemory<D>(m);
 }
-template <DT D>
+template <DT D, bool kExact = true>
 inline void Put(char* row, int64_t i, Storage<D> v) {
-  Memory<D> m = ToMemory<D>(v);
+  Memory<D> m = ToMemory<D, kExact>(v);
   std::memcpy(row + i * static_cast<int64_t>(sizeof(Memory<D>)), &m, sizeof(Memory<D>));
 }
 

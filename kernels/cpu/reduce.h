@@ -105,6 +105,18 @@ inline void Accumulate(float* acc, const float* row, int64_t n) {
   for (; c < n; ++c) acc[c] = Fn::F(acc[c], row[c]);
 }
 
+// Fn(a, b) (FnMax, FnMin) on lanes where neither is NaN. On AVX-512 that is one vrangeps (max /
+// min with -0 < +0, the exact rule); it returns the other operand for a quiet NaN, so callers
+// find NaN lanes apart (ExtremeAcc). Elsewhere it is the exact form.
+template <typename Fn>
+inline V Ordered(V a, V b) {
+#if HWY_TARGET <= HWY_AVX3
+  return V{_mm512_range_ps(a.raw, b.raw, std::is_same_v<Fn, FnMax> ? 5 : 4)};
+#else
+  return Apply<Fn>(a, b);
+#endif
+}
+
 // Max / min of a row given in consecutive pieces (every piece but the last a multiple of
 // kPiece elements), bit-identical to the interpreter's sequential fold from the first element:
 // max / min over a set without NaN does not depend on the order (-0 < +0, equal values have equal
@@ -120,21 +132,40 @@ class ExtremeAcc {
     const bool started = started_;
     const V b0 = m0_, b1 = m1_, b2 = m2_, b3 = m3_;
     int64_t k = 0;
+#if HWY_TARGET <= HWY_AVX3
+    // Whether each lane has been free of NaN so far, kept by a masked compare: one instruction
+    // per vector.
+    __mmask16 ordered = 0xFFFF;
+    auto seen = [&](V x) { ordered = _mm512_mask_cmp_ps_mask(ordered, x.raw, x.raw, _CMP_ORD_Q); };
+#else
+    auto seen = [](V) {};  // Apply keeps NaN: the accumulators show it
+#endif
     if (!started_ && n >= N) {  // Fn(x, x) == x: every accumulator may start from one vector
       m0_ = m1_ = m2_ = m3_ = hn::LoadU(d_, p);
+      seen(m0_);
       started_ = true;
       k = N;
     }
+    auto step = [&](V& m, const float* q) {
+      const V x = hn::LoadU(d_, q);
+      m = Ordered<Fn>(m, x);
+      seen(x);
+    };
     for (; k + 4 * N <= n; k += 4 * N) {
-      m0_ = Apply<Fn>(m0_, hn::LoadU(d_, p + k));
-      m1_ = Apply<Fn>(m1_, hn::LoadU(d_, p + k + N));
-      m2_ = Apply<Fn>(m2_, hn::LoadU(d_, p + k + 2 * N));
-      m3_ = Apply<Fn>(m3_, hn::LoadU(d_, p + k + 3 * N));
+      step(m0_, p + k);
+      step(m1_, p + k + N);
+      step(m2_, p + k + 2 * N);
+      step(m3_, p + k + 3 * N);
     }
-    for (; k + N <= n; k += N) m0_ = Apply<Fn>(m0_, hn::LoadU(d_, p + k));
+    for (; k + N <= n; k += N) step(m0_, p + k);
     for (; k < n; ++k) tail_[tails_++] = p[k];  // fewer than N, and only in the last piece
+#if HWY_TARGET <= HWY_AVX3
+    const bool nan = ordered != 0xFFFF;
+#else
     const V all = Apply<Fn>(Apply<Fn>(m0_, m1_), Apply<Fn>(m2_, m3_));  // NaN if any lane is
-    if (started_ && !hn::AllFalse(d_, hn::IsNaN(all))) {
+    const bool nan = !hn::AllFalse(d_, hn::IsNaN(all));
+#endif
+    if (started_ && nan) {
       int64_t j = 0;
       float acc = started ? Fold(b0, b1, b2, b3) : p[j++];
       for (; j < n; ++j) acc = Fn::F(acc, p[j]);

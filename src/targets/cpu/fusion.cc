@@ -9,6 +9,14 @@
 // operand in a chunk buffer, the vector form runs over the chunk, and the next segment reads the
 // result back. The element code stays plain C++ that the compiler vectorizes; the vector form
 // computes the scalar definition's bits (vmath.h), so chunking changes speed only.
+//
+// A loop with float adds or multiplies, or a bf16 store, runs each chunk first in a fast mode
+// that does not pin which NaN payload comes out (pc::Eval in kernels/cpu/functors.h) and checks
+// its results (stores, tile elements, reduction inputs) for NaN; a chunk with a NaN result runs
+// again exactly. No op observes a NaN's payload without making a NaN (there is no bitcast), so
+// a chunk without a NaN result is exact. The rerun reads what the first run read: a fused loop
+// never loads a tensor its scope stores to (fuse-tiles materializes such a load), and its result
+// tile never shares bytes with a tile it reads (plan-memory does not reuse in place).
 #include <fmt/format.h>
 
 #include <functional>
@@ -45,6 +53,7 @@ const ir::Type& LoopShape(const ir::OpStmt& root) {
 class FusedLoop {
  public:
   static constexpr int kChunk = 256;  // columns per chunk: a few chunk buffers stay in L1
+  static constexpr int64_t kMinFastCols = 64;  // narrower loops have no fast mode
 
   // An element's name, the segment that defines it, how to read it again (empty: computed), and
   // its C++ type.
@@ -100,8 +109,7 @@ class FusedLoop {
       }
       case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
         const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
-        Body(
-            fmt::format("const auto {} = {};", x, rounded(fmt::format("{}::F({}, {})", fn, y, z))));
+        Body(fmt::format("const auto {} = {};", x, rounded(Apply(fn, y, z, rt.dtype()))));
         break;
       }
       case ir::OpFamily::kUnary: {
@@ -160,8 +168,8 @@ class FusedLoop {
         const std::string v = e_.Name(a[1].value()), y = Operand(a[0], rt.dtype(), op);
         pre_.push_back(row ? fmt::format("vr = std::min<int64_t>(vr, {}.vr);", v)
                            : fmt::format("vc = std::min<int64_t>(vc, {}.vc);", v));
-        Body(fmt::format("const auto {} = {};", x,
-                         rounded(fmt::format("{}::F({}, {}.v[{}])", fn, y, v, row ? "r" : "c"))));
+        const std::string b = fmt::format("{}.v[{}]", v, row ? "r" : "c");
+        Body(fmt::format("const auto {} = {};", x, rounded(Apply(fn, y, b, rt.dtype()))));
         break;
       }
       default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
@@ -190,8 +198,26 @@ class FusedLoop {
               const std::string& dtype, const std::string& where) {
     const std::string buf = Buffer("float");
     Body(fmt::format("{}[c - c0] = {};", buf, x));
-    segs_.back().call = fmt::format("acc.Add({}, c1 - c0);", buf);
-    reduce_ = {fn, dest, dtype, where};
+    exits_.push_back(x);
+    reduce_ = {fn, dest, dtype, where, buf};
+  }
+
+  // Makes the loop a store of element `x`, the value `op` stores.
+  void Store(const ir::OpStmt& op, const std::string& x) {
+    const DType dt = op.args()[0].type().dtype();
+    const std::string d = DTypeEnum(dt);
+    const std::string w = Window(op.args()[1], op.args(), 2, d, e_.Where(op, "tile.store"));
+    exact_ |= dt == DType::kBF16;  // the fast mode's Put skips bf16 rounding's NaN case
+    Body(fmt::format("pc::Put<{}{}>(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, "
+                     "{});",
+                     d, dt == DType::kBF16 ? ", kExact" : "", w, w, x));
+    exits_.push_back(x);
+  }
+
+  // Makes the loop write element `x` into tile `dest`.
+  void WriteTile(const std::string& dest, const std::string& x) {
+    Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape_.cols(), x));
+    exits_.push_back(x);
   }
 
   // Prefetches, chunk by chunk, the rows of a later fused store's window, and the rows the
@@ -245,12 +271,16 @@ class FusedLoop {
     e_.Line(depth + 1, "vr = pc::Opaque(vr);");
     e_.Line(depth + 1, "auto rows = [&](auto contig) {");
     e_.Line(depth + 2, "constexpr bool kContig = decltype(contig)::value;");
+    // The fast mode pays off over whole vectors of contiguous elements; elsewhere (and in the
+    // strided specialization, which is compiled but rarely run) the loop is exact only.
+    const bool fast = exact_ && shape_.cols() >= kMinFastCols;
+    if (exact_ && !fast) e_.Line(depth + 2, "constexpr bool kExact = true;");
     e_.Line(depth + 2, "for (int64_t r = 0; r < vr; ++r) {");
     for (const std::string& w : windows_)
       e_.Line(
           depth + 3,
           fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
-    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty()) {
+    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty() && !fast) {
       e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
       for (const std::string& b : segs_[0].lines) e_.Line(depth + 4, b);
       e_.Line(depth + 3, "}");
@@ -258,16 +288,33 @@ class FusedLoop {
       for (const std::string& b : buffers_) e_.Line(depth + 3, b);
       if (!reduce_.fn.empty())
         e_.Line(depth + 3, fmt::format("pc::vred::RowAcc<{}> acc;", reduce_.fn));
+      if (fast) {  // the chunk in either mode; true: it has a NaN result (fast mode only)
+        e_.Line(depth + 3, "auto chunk = [&](auto exact, int64_t c0, int64_t c1) {");
+        e_.Line(depth + 4, "constexpr bool kExact = decltype(exact)::value;");
+        e_.Line(depth + 4, "int nan = 0;");
+        for (const std::string& x : exits_)
+          segs_.back().lines.push_back(
+              fmt::format("if constexpr (!kExact) nan |= pc::IsNaN({});", x));
+        EmitSegments(depth + 4);
+        e_.Line(depth + 4, "return nan != 0;");
+        e_.Line(depth + 3, "};");
+      }
       e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
       e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
       for (const std::string& w : prefetch_)
         e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1);", w));
-      for (const Seg& seg : segs_) {
-        e_.Line(depth + 4, "for (int64_t c = c0; c < c1; ++c) {");
-        for (const std::string& b : seg.lines) e_.Line(depth + 5, b);
+      if (fast) {
+        e_.Line(depth + 4, "if constexpr (kContig) {");
+        e_.Line(depth + 5,
+                "if (chunk(std::false_type{}, c0, c1)) chunk(std::true_type{}, c0, c1);");
+        e_.Line(depth + 4, "} else {");
+        e_.Line(depth + 5, "chunk(std::true_type{}, c0, c1);");
         e_.Line(depth + 4, "}");
-        if (!seg.call.empty()) e_.Line(depth + 4, seg.call);
+      } else {
+        EmitSegments(depth + 4);
       }
+      if (!reduce_.fn.empty())
+        e_.Line(depth + 4, fmt::format("acc.Add({}, c1 - c0);", reduce_.buf));
       e_.Line(depth + 3, "}");
       if (!reduce_.fn.empty())
         e_.Line(depth + 3, fmt::format("{}.v[r] = pc::RoundTo<{}>(acc.Result());", reduce_.dest,
@@ -286,6 +333,24 @@ class FusedLoop {
 
  private:
   std::string Fresh(const char* p) { return fmt::format("{}{}_{}", p, id_, counter_++); }
+
+  // fn(y, z) computing in dtype d: a float Add or Mul in the chunk's mode (pc::Eval).
+  std::string Apply(const std::string& fn, const std::string& y, const std::string& z, DType d) {
+    if (!IsFloat(d) || (fn != "pc::FnAdd" && fn != "pc::FnMul"))
+      return fmt::format("{}::F({}, {})", fn, y, z);
+    exact_ = true;
+    return fmt::format("pc::Eval<kExact, {}>({}, {})", fn, y, z);
+  }
+
+  // The per-element loops of the segments, each followed by its vector form.
+  void EmitSegments(int depth) {
+    for (const Seg& seg : segs_) {
+      e_.Line(depth, "for (int64_t c = c0; c < c1; ++c) {");
+      for (const std::string& b : seg.lines) e_.Line(depth + 1, b);
+      e_.Line(depth, "}");
+      if (!seg.call.empty()) e_.Line(depth, seg.call);
+    }
+  }
   int Segment() const { return static_cast<int>(segs_.size()) - 1; }
 
   // A per-element read (of a tile or a window): later segments read again rather than buffer.
@@ -328,9 +393,11 @@ class FusedLoop {
   std::vector<std::string> buffers_;  // chunk buffers, declared per row
   std::vector<std::string> windows_;  // inlined loads and the store: "w<k>" names
   std::vector<std::string> prefetch_;  // windows prefetched per chunk
+  std::vector<std::string> exits_;     // elements that leave the loop (checked for NaN)
+  bool exact_ = false;                 // whether a line depends on kExact (the chunk's mode)
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
-    std::string fn, dest, dtype, where;  // fn empty: not a reduction
+    std::string fn, dest, dtype, where, buf;  // fn empty: not a reduction
   } reduce_;
 };
 
@@ -431,11 +498,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
         pf == ir::OpFamily::kLoad ? loop.Operand(root.args()[0], shape.dtype(), root)
         : float_cast ? loop.Operand(producer.args()[0], producer.args()[0].type().dtype(), producer)
                      : loop.Element(producer, /*round=*/false).name;
-    const std::string d = DTypeEnum(shape.dtype());
-    const std::string w = loop.Window(root.args()[1], root.args(), 2, d, Where(root, "tile.store"));
-    loop.Body(
-        fmt::format("pc::Put<{}>(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
-                    d, w, w, result));
+    loop.Store(root, result);
     loop.Emit(depth, "");
     return true;
   }
@@ -450,8 +513,7 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
     return true;
   }
   DeclareTile(depth, root.result(), dest);
-  const std::string result = loop.Element(root).name;
-  loop.Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape.cols(), result));
+  loop.WriteTile(dest, loop.Element(root).name);
   loop.Emit(depth, dest);
   return true;
 }
