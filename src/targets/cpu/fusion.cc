@@ -158,6 +158,9 @@ class FusedLoop {
       case ir::OpFamily::kCast: {
         const DType in = a[0].type().dtype();
         const std::string y = Operand(a[0], in, op);
+        // Left unrounded, a float-to-float cast is its consumer's rounding (a bf16 composite's
+        // last step, into a store).
+        if (!round && IsFloat(in) && IsFloat(rt.dtype())) return {y, Segment()};
         Body(fmt::format("pc::Storage<{}> {};", d, x));
         Body(fmt::format("pc::CastValue<{}, {}>({}, &{});", DTypeEnum(in), d, y, x));
         return {x, Segment(), "", fmt::format("pc::Storage<{}>", d)};
@@ -487,17 +490,12 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   FusedLoop loop(*this, shape);
   if (auto it = prefetches_.find(&root); it != prefetches_.end()) loop.Prefetch(it->second);
   if (store) {
-    // The stored value is used by the store alone in this loop: Put rounds it. A float-to-float
-    // cast into the stored dtype is that rounding (a bf16 composite's last step), so it goes.
+    // The stored value is used by the store alone in this loop: Put rounds it.
     const ir::Value& v = root.args()[0].value();
     const ir::OpStmt& producer = *producer_.at(v.get());
-    const ir::OpFamily pf = ir::FamilyOf(producer.op());
-    const bool float_cast = pf == ir::OpFamily::kCast && IsFloat(shape.dtype()) &&
-                            IsFloat(producer.args()[0].type().dtype());
-    const std::string result =
-        pf == ir::OpFamily::kLoad ? loop.Operand(root.args()[0], shape.dtype(), root)
-        : float_cast ? loop.Operand(producer.args()[0], producer.args()[0].type().dtype(), producer)
-                     : loop.Element(producer, /*round=*/false).name;
+    const std::string result = ir::FamilyOf(producer.op()) == ir::OpFamily::kLoad
+                                   ? loop.Operand(root.args()[0], shape.dtype(), root)
+                                   : loop.Element(producer, /*round=*/false).name;
     loop.Store(root, result);
     loop.Emit(depth, "");
     return true;
