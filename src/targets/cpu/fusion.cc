@@ -62,6 +62,7 @@ class FusedLoop {
     int segment = 0;
     std::string reread;
     std::string type = "float";
+    std::string window;  // an f32 load's window, whose contiguous rows are the elements in place
   };
   struct Seg {
     std::vector<std::string> lines;
@@ -105,7 +106,10 @@ class FusedLoop {
     switch (ir::FamilyOf(op.op())) {
       case ir::OpFamily::kLoad: {
         const std::string w = Window(a[0], a, 1, d, e_.Where(op, "tile.load"));
-        return Read(fmt::format("pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride)", d, w, w));
+        Elem el =
+            Read(fmt::format("pc::Get<{}>({}_row, kContig ? c : c * {}.col_stride)", d, w, w));
+        if (rt.dtype() == DType::kF32) el.window = w;
+        return el;
       }
       case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
         const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
@@ -194,15 +198,25 @@ class FusedLoop {
     return w;
   }
 
-  // Makes the loop a row reduction of element `x` into `dest` (R x 1) with functor `fn`: each
+  // Makes the loop a row reduction of root's operand into `dest` (R x 1) with functor `fn`: each
   // chunk's elements go through a buffer into the row's accumulator (kernels/cpu/reduce.h), in
-  // the order the tile reduction adds them, so fused and unfused sums have the same bits.
-  void Reduce(const std::string& fn, const std::string& x, const std::string& dest,
+  // the order the tile reduction adds them, so fused and unfused sums have the same bits. A sum
+  // of an f32 load reads its contiguous rows in place, without the copy (4096-column layernorm:
+  // 1.09-1.12x). A max / min does not: its NaN mask is one chain of dependent instructions, and
+  // reading in place, its loads from memory overlapped less (softmax: 0.96x).
+  void Reduce(const std::string& fn, const ir::OpStmt& root, DType d, const std::string& dest,
               const std::string& dtype, const std::string& where) {
+    const ir::Operand& operand = root.args()[0];
+    const std::string x = Operand(operand, d, root);
     const std::string buf = Buffer("float");
-    Body(fmt::format("{}[c - c0] = {};", buf, x));
+    const std::string w = fn == "pc::FnAdd" ? elem_.at(operand.value().get()).window : "";
+    Body(fmt::format("{}{}[c - c0] = {};", w.empty() ? "" : "if constexpr (!kContig) ", buf, x));
     exits_.push_back(x);
-    reduce_ = {fn, dest, dtype, where, buf};
+    const std::string in =
+        w.empty() ? buf
+                  : fmt::format("kContig ? reinterpret_cast<const float*>({}_row) + c0 : {}", w,
+                                buf);
+    reduce_ = {fn, dest, dtype, where, in};
   }
 
   // Makes the loop a store of element `x`, the value `op` stores.
@@ -317,7 +331,7 @@ class FusedLoop {
         EmitSegments(depth + 4);
       }
       if (!reduce_.fn.empty())
-        e_.Line(depth + 4, fmt::format("acc.Add({}, c1 - c0);", reduce_.buf));
+        e_.Line(depth + 4, fmt::format("acc.Add({}, c1 - c0);", reduce_.in));
       e_.Line(depth + 3, "}");
       if (!reduce_.fn.empty())
         e_.Line(depth + 3, fmt::format("{}.v[r] = pc::RoundTo<{}>(acc.Result());", reduce_.dest,
@@ -400,7 +414,8 @@ class FusedLoop {
   bool exact_ = false;                 // whether a line depends on kExact (the chunk's mode)
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
-    std::string fn, dest, dtype, where, buf;  // fn empty: not a reduction
+    std::string fn, dest, dtype, where;  // fn empty: not a reduction
+    std::string in;                      // the chunk's elements: a buffer, or the row in place
   } reduce_;
 };
 
@@ -503,10 +518,9 @@ bool Emitter::EmitFusedRoot(const ir::OpStmt& root, int depth) {
   const std::string dest = Name(root.result());
   if (family == ir::OpFamily::kRowReduce) {
     uses_reduce_ = true;
-    const std::string x = loop.Operand(root.args()[0], shape.dtype(), root);
     DeclareTile(depth, root.result(), dest);
-    loop.Reduce(Functor(root.op()), x, dest, DTypeEnum(root.result()->type.dtype()),
-                Where(root, ir::OpName(root.op())));
+    loop.Reduce(Functor(root.op()), root, shape.dtype(), dest,
+                DTypeEnum(root.result()->type.dtype()), Where(root, ir::OpName(root.op())));
     loop.Emit(depth, dest);
     return true;
   }
