@@ -269,6 +269,9 @@ struct PerThreads {
   double triad_gbs = 0;
   bool torch_ok = false;
   Stats torch;
+  // fused vs torch, one ratio of medians per round (--rounds): the spread says how far one
+  // round's ratio can be trusted on this machine.
+  std::vector<double> round_ratios;
 };
 
 int64_t MinorFaults() {
@@ -437,6 +440,46 @@ std::string RunTorch(const std::string& python, const std::string& script, const
   return "torch " + j["torch"].get<std::string>();
 }
 
+// ---- Rounds -------------------------------------------------------------------------------------
+
+double Median(const std::vector<double>& v) { return ptox::bench::Summarize(v).median; }
+
+// One row per case from `rounds` independent measurements (each ptox's then torch's): medians
+// of the rounds' medians, the extremes of their extremes, and each round's fused / torch ratio.
+// The first aborted round's error wins.
+std::vector<Row> MergeRounds(const std::vector<std::vector<Row>>& rounds) {
+  std::vector<Row> out = rounds.front();
+  for (size_t c = 0; c < out.size(); ++c) {
+    for (const std::vector<Row>& round : rounds)
+      if (out[c].error.empty() && !round[c].error.empty()) out[c] = round[c];
+    if (!out[c].error.empty()) continue;
+    for (size_t t = 0; t < out[c].per.size(); ++t) {
+      PerThreads& p = out[c].per[t];
+      auto merge = [&](Stats PerThreads::*field) {
+        std::vector<double> med;
+        Stats s = p.*field;
+        for (const std::vector<Row>& round : rounds) {
+          const Stats& r = round[c].per[t].*field;
+          med.push_back(r.median);
+          s.min = std::min(s.min, r.min);
+          s.max = std::max(s.max, r.max);
+        }
+        s.median = Median(med);
+        p.*field = s;
+      };
+      merge(&PerThreads::fused);
+      merge(&PerThreads::unfused);
+      for (const std::vector<Row>& round : rounds) {
+        const PerThreads& r = round[c].per[t];
+        p.torch_ok = p.torch_ok && r.torch_ok;
+        if (r.torch_ok) p.round_ratios.push_back(r.torch.median / r.fused.median);
+      }
+      if (p.torch_ok) merge(&PerThreads::torch);
+    }
+  }
+  return out;
+}
+
 // ---- Report -------------------------------------------------------------------------------------
 
 std::string Fmt(const char* f, double v) {
@@ -445,17 +488,19 @@ std::string Fmt(const char* f, double v) {
   return buf;
 }
 
-void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
+void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps, int rounds,
             const std::vector<int>& threads, const std::vector<double>& triad,
             const std::vector<Stats>& triad_stats, const std::string& torch_note,
             const std::string& malloc_mode, const std::string& json_path, FILE* md) {
-  const std::string caches =
-      g_evict_bytes ? "cold (" + std::to_string(g_evict_bytes >> 20) +
-                          " MiB read before each timed run)"
-                    : "warm (runs back to back)";
-  std::fprintf(md, "Shape %lldx%lld, %d repetitions after one warm-up; %s; malloc: %s; caches: %s.\n\n",
-               static_cast<long long>(nrows), static_cast<long long>(cols), reps,
-               torch_note.c_str(), malloc_mode.c_str(), caches.c_str());
+  const std::string caches = g_evict_bytes ? "cold (" + std::to_string(g_evict_bytes >> 20) +
+                                                 " MiB read before each timed run)"
+                                           : "warm (runs back to back)";
+  std::fprintf(md,
+               "Shape %lldx%lld, %d repetitions after one warm-up, %d round%s (each ptox's runs, "
+               "then torch's; times are medians of the rounds' medians, \"fused vs torch\" the "
+               "median of the rounds' ratios [their range]); %s; malloc: %s; caches: %s.\n\n",
+               static_cast<long long>(nrows), static_cast<long long>(cols), reps, rounds,
+               rounds == 1 ? "" : "s", torch_note.c_str(), malloc_mode.c_str(), caches.c_str());
   for (size_t i = 0; i < threads.size(); ++i)
     std::fprintf(md, "- triad ceiling, %d thread%s: %.2f GB/s (min %.2f, max %.2f)\n", threads[i],
                  threads[i] == 1 ? "" : "s", triad[i], triad_stats[i].min, triad_stats[i].max);
@@ -464,9 +509,10 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
                "unfused | torch ms | fused vs torch | bytes moved fused / unfused (x min) | "
                "kernels fused / unfused | page faults / run fused / unfused / torch |\n");
   std::fprintf(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  Json j = {{"shape", {nrows, cols}}, {"reps", reps},           {"torch", torch_note},
-            {"malloc", malloc_mode},  {"triad", Json::array()}, {"rows", Json::array()},
-            {"evict_bytes", g_evict_bytes}};
+  Json j = {{"shape", {nrows, cols}}, {"reps", reps},
+            {"rounds", rounds},       {"torch", torch_note},
+            {"malloc", malloc_mode},  {"triad", Json::array()},
+            {"rows", Json::array()},  {"evict_bytes", g_evict_bytes}};
   j["manifest"] = Json::parse(ptox::GetBuildManifest().ToJson());  // the build measured
   for (size_t i = 0; i < threads.size(); ++i)
     j["triad"].push_back({{"threads", threads[i]},
@@ -499,7 +545,13 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
     for (const PerThreads& p : r.per) {
       const double gbs = r.min_bytes / p.fused.median / 1e9;
       const double speedup = p.unfused.median / p.fused.median;
-      const double vs_torch = p.torch_ok ? p.torch.median / p.fused.median : 0;
+      const double vs_torch = p.torch_ok ? Median(p.round_ratios) : 0;
+      const auto [lo, hi] = std::minmax_element(p.round_ratios.begin(), p.round_ratios.end());
+      const std::string vs_torch_col =
+          !p.torch_ok ? std::string("n/a")
+          : p.round_ratios.size() == 1
+              ? Fmt("%.2fx", vs_torch)
+              : Fmt("%.2fx", vs_torch) + " [" + Fmt("%.2f", *lo) + ", " + Fmt("%.2f", *hi) + "]";
       const std::string faults = Fmt("%.0f", p.fused_faults) + " / " +
                                  Fmt("%.0f", p.unfused_faults) + " / " +
                                  (p.torch_ok ? Fmt("%.0f", p.torch_faults) : std::string("n/a"));
@@ -509,8 +561,7 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
                    name.c_str(), p.threads, p.fused.median * 1e3, p.fused.min * 1e3,
                    p.fused.max * 1e3, gbs, 100 * gbs / p.triad_gbs, p.unfused.median * 1e3, speedup,
                    p.torch_ok ? Fmt("%.2f", p.torch.median * 1e3).c_str() : "n/a",
-                   p.torch_ok ? Fmt("%.2fx", vs_torch).c_str() : "n/a", bytes_col.c_str(),
-                   kern_col.c_str(), faults.c_str());
+                   vs_torch_col.c_str(), bytes_col.c_str(), kern_col.c_str(), faults.c_str());
       auto stats = [](const Stats& s) {
         return Json{{"median_s", s.median}, {"min_s", s.min}, {"max_s", s.max}};
       };
@@ -528,6 +579,7 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
         jp["torch"] = stats(p.torch);
         jp["torch_gbs"] = r.min_bytes / p.torch.median / 1e9;
         jp["fused_vs_torch"] = vs_torch;
+        jp["fused_vs_torch_rounds"] = p.round_ratios;
         jp["torch_minor_faults_per_run"] = p.torch_faults;
       }
       jr["per_threads"].push_back(jp);
@@ -549,10 +601,10 @@ int main(int argc, char** argv) {
   const fs::path root = fs::path(__FILE__).parent_path().parent_path();
   std::string json_path = "tensor_bench.json", md_path, only,
               python = fs::exists(root / ".venv/bin/python") ? (root / ".venv/bin/python").string()
-                                                              : "/usr/bin/python3";
+                                                             : "/usr/bin/python3";
   std::string script = (root / "bench" / "torch_baseline.py").string();
   int64_t rows = 4096, cols = 4096;
-  int reps = 15;
+  int reps = 15, rounds = 1;
   bool torch = true, heap = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -568,6 +620,8 @@ int main(int argc, char** argv) {
       only = a.substr(7);
     else if (a.rfind("--reps=", 0) == 0)
       reps = std::max(1, std::atoi(a.c_str() + 7));
+    else if (a.rfind("--rounds=", 0) == 0)
+      rounds = std::max(1, std::atoi(a.c_str() + 9));
     else if (a.rfind("--python=", 0) == 0)
       python = a.substr(9);
     else if (a.rfind("--torch-script=", 0) == 0)
@@ -581,7 +635,7 @@ int main(int argc, char** argv) {
       cols = std::atoll(a.c_str() + a.find('x') + 1);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--json=FILE] [--md=FILE] [--shape=RxC] [--reps=N] "
+                   "usage: %s [--json=FILE] [--md=FILE] [--shape=RxC] [--reps=N] [--rounds=R] "
                    "[--only=softmax,rmsnorm,layernorm,chain,chain_dag] [--no-torch] [--python=BIN] "
                    "[--torch-script=PATH] [--malloc=default|heap] [--cold]\n",
                    argv[0]);
@@ -630,20 +684,26 @@ int main(int argc, char** argv) {
     triad.push_back(triad_stats.back().median);
     std::fprintf(stderr, "triad %d thread(s): %.2f GB/s\n", t, triad.back());
   }
-  std::vector<Row> results;
-  for (const Case& c : cases) {
-    auto a = Clock::now();
-    results.push_back(MeasureCase(c, rows, cols, threads, triad, reps));
-    std::fprintf(stderr, "%s %s: %s (%.1f s)\n", c.op.c_str(), c.dname.c_str(),
-                 results.back().error.empty() ? "ok" : results.back().error.c_str(),
-                 Seconds(a, Clock::now()));
-  }
+  std::vector<std::vector<Row>> per_round;
   std::string torch_note = "torch: not run (--no-torch)";
-  if (torch) torch_note = RunTorch(python, script, tmp, cases, rows, cols, threads, reps, &results);
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<Row>& results = per_round.emplace_back();
+    for (const Case& c : cases) {
+      auto a = Clock::now();
+      results.push_back(MeasureCase(c, rows, cols, threads, triad, reps));
+      std::fprintf(stderr, "round %d, %s %s: %s (%.1f s)\n", round + 1, c.op.c_str(),
+                   c.dname.c_str(),
+                   results.back().error.empty() ? "ok" : results.back().error.c_str(),
+                   Seconds(a, Clock::now()));
+    }
+    if (torch)
+      torch_note = RunTorch(python, script, tmp, cases, rows, cols, threads, reps, &results);
+  }
+  const std::vector<Row> results = MergeRounds(per_round);
   if (torch_note.rfind("unavailable", 0) == 0) torch_note = "torch " + torch_note;
   FILE* md = md_path.empty() ? stdout : std::fopen(md_path.c_str(), "w");
-  Report(results, rows, cols, reps, threads, triad, triad_stats, torch_note, malloc_mode, json_path,
-         md);
+  Report(results, rows, cols, reps, rounds, threads, triad, triad_stats, torch_note, malloc_mode,
+         json_path, md);
   if (md != stdout) std::fclose(md);
   std::error_code ec;
   fs::remove_all(tmp, ec);

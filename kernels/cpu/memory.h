@@ -8,6 +8,10 @@
 
 #include "kernels/cpu/core.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>  // StreamOut's non-temporal stores
+#endif
+
 namespace ptox::cpu {
 
 // The 2-D window of a tensor that a tile at `offs` covers (strides in elements).
@@ -68,6 +72,72 @@ inline void Prefetch(const Window& w, int64_t r, int64_t c0, int64_t c1) {
     __builtin_prefetch(row + b, 1, 3);
 #endif
   }
+}
+
+#ifndef PTOX_CPU_L3_BYTES  // the last-level cache (set by the CPU target from the host)
+#define PTOX_CPU_L3_BYTES (int64_t{32} << 20)
+#endif
+
+// The size from which a tensor's fused stores stream: the L3's, or PTOX_STREAM_BYTES (a positive
+// byte count; tests set 1 to stream every eligible store).
+inline int64_t StreamBytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("PTOX_STREAM_BYTES");
+    char* end = nullptr;
+    const long long v = env ? std::strtoll(env, &end, 10) : 0;
+    return env && *env && *end == '\0' && v > 0 ? int64_t{v} : int64_t{PTOX_CPU_L3_BYTES};
+  }();
+  return bytes;
+}
+
+// Whether a fused store to `t` bypasses the caches (StreamOut): when the tensor is at least the
+// size of the L3, its first lines are evicted before its last are written, so keeping them buys
+// nothing, and a plain store reads every line before writing it (write-allocate): a third of a
+// one-in, one-out kernel's memory traffic.
+inline bool StreamsStores(const TensorArg& t, int64_t elem_bytes) {
+#if defined(__x86_64__)
+  int64_t bytes = elem_bytes;
+  for (int64_t d = 0; d < t.rank; ++d) bytes *= t.shape[d];
+  return bytes >= StreamBytes();
+#else
+  (void)t, (void)elem_bytes;
+  return false;
+#endif
+}
+
+// Copies n bytes from a chunk buffer to dst: the 64-byte lines dst covers whole with
+// non-temporal stores (no line is read first), the partial lines at either end with plain ones
+// (other tasks may write their other bytes). A fused loop that streams ends with StreamFence.
+inline void StreamOut(char* dst, const char* src, int64_t n) {
+#if defined(__x86_64__)
+  const int64_t head = std::min<int64_t>(n, -reinterpret_cast<uintptr_t>(dst) & 63);
+  std::memcpy(dst, src, head);
+  int64_t i = head;
+  for (; i + 64 <= n; i += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+#elif defined(__AVX__)
+    for (int k = 0; k < 64; k += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + k),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + k)));
+#else
+    for (int k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
+#endif
+  }
+  std::memcpy(dst + i, src + i, n - i);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+// Orders the non-temporal stores before whatever follows (the task's completion, which other
+// threads acquire): they are weakly ordered, unlike plain stores.
+inline void StreamFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 // An element of a tensor at any alignment: the caller's tensor may be unaligned for M, and this

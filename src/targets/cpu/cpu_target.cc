@@ -144,6 +144,20 @@ int64_t CacheSize(int name, int64_t fallback) {
   return v > 0 ? v : fallback;
 }
 
+// The L3 that one core's data can live in, from sysfs ("32768K"): glibc's sysconf may report a
+// whole socket's L3s added up (384 MiB on a 32 MiB-per-CCD EPYC VM).
+int64_t L3Bytes() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+    std::ifstream level(dir + "/level"), size(dir + "/size");
+    int l = 0;
+    int64_t kib = 0;
+    std::string unit;
+    if (level >> l && l == 3 && size >> kib >> unit && kib > 0 && unit == "K") return kib << 10;
+  }
+  return CacheSize(_SC_LEVEL3_CACHE_SIZE, int64_t{32} << 20);
+}
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(void* handle, EntryFn entry) : handle_(handle), entry_(entry) {}
@@ -211,6 +225,8 @@ std::vector<std::string> CpuTarget::Flags() const {
   // The matmul's cache blocks come from the caches this target reports (kernels/cpu/matmul.h).
   flags.push_back("-DPTOX_CPU_L1_BYTES=" + std::to_string(CacheSize(_SC_LEVEL1_DCACHE_SIZE, 32 << 10)));
   flags.push_back("-DPTOX_CPU_L2_BYTES=" + std::to_string(caps_.l2_bytes));
+  static const int64_t l3 = L3Bytes();  // where fused stores start to stream (kernels/cpu/memory.h)
+  flags.push_back("-DPTOX_CPU_L3_BYTES=" + std::to_string(l3));
 #if defined(__x86_64__)
   switch (isa_) {
     case Isa::kScalar:

@@ -107,6 +107,8 @@ class Emitter {
     std::vector<std::pair<const ir::OpStmt*, int64_t>> next_loads;
   };
   std::unordered_map<const ir::OpStmt*, Prefetches> prefetches_;
+  // Fused stores that stream past the caches when their tensor is large (fusion.cc).
+  std::unordered_set<const ir::OpStmt*> streamable_;
   std::unordered_set<const ir::ValueNode*> views_;  // tile.load results emitted as pc::View
   int fused_loops_ = 0;
   bool uses_reduce_ = false;  // an op of kernels/cpu/reduce.h was emitted

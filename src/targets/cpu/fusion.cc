@@ -225,10 +225,22 @@ class FusedLoop {
     const std::string d = DTypeEnum(dt);
     const std::string w = Window(op.args()[1], op.args(), 2, d, e_.Where(op, "tile.store"));
     exact_ |= dt == DType::kBF16;  // the fast mode's Put skips bf16 rounding's NaN case
-    Body(fmt::format("pc::Put<{}{}>(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, "
-                     "{});",
-                     d, dt == DType::kBF16 ? ", kExact" : "", w, w, x));
+    const std::string put = fmt::format("pc::Put<{}{}>", d, dt == DType::kBF16 ? ", kExact" : "");
     exits_.push_back(x);
+    if (!e_.streamable_.count(&op)) {
+      Body(fmt::format("{}(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});", put,
+                       w, w, x));
+      return;
+    }
+    // Contiguous rows of a tensor that StreamsStores go through a chunk buffer that StreamOut
+    // copies after the chunk (a rerun in exact mode overwrites it first); the others are written
+    // in place, from the chunk's first column on.
+    const std::string buf = Buffer(fmt::format("pc::Memory<{}>", d));
+    const std::string bytes = fmt::format("sizeof(pc::Memory<{}>)", d);
+    pre_.push_back(fmt::format("const bool {}_stream = pc::StreamsStores({}, {});", w,
+                               e_.Operand(op.args()[1]), bytes));
+    stream_ = {w, buf, bytes};
+    Body(fmt::format("{}({}_dst, kContig ? c - c0 : c * {}.col_stride, {});", put, w, w, x));
   }
 
   // Makes the loop write element `x` into tile `dest`.
@@ -243,7 +255,9 @@ class FusedLoop {
   void Prefetch(const Emitter::Prefetches& p) {
     // The window of op's tensor operand t at its offsets (the operands after t), `shift` rows on
     // along dim `row_dim` (-1: none).
-    auto find = [&](const ir::OpStmt& op, size_t t, DType d, int row_dim, int64_t shift) {
+    // A streamed store's lines are not prefetched: that would read them.
+    auto find = [&](const ir::OpStmt& op, size_t t, DType d, int row_dim, int64_t shift,
+                    bool streamable) {
       const std::string w = Fresh("pw");
       const size_t row = row_dim < 0 ? op.args().size() : t + 1 + row_dim;
       std::vector<std::string> offs;
@@ -252,14 +266,19 @@ class FusedLoop {
         if (i == row && shift != 0) offs.back() += fmt::format(" + {}", shift);
       }
       pre_.push_back(fmt::format("pc::Window {};", w));
-      pre_.push_back(fmt::format("const bool {0}_ok = pc::FindWindow({1}, {{{2}}}, "
-                                 "sizeof(pc::Memory<{3}>), &{0});",
-                                 w, e_.Operand(op.args()[t]), fmt::join(offs, ", "), DTypeEnum(d)));
+      const std::string tensor = e_.Operand(op.args()[t]);
+      const std::string bytes = fmt::format("sizeof(pc::Memory<{}>)", DTypeEnum(d));
+      const std::string unless =
+          streamable ? fmt::format("!pc::StreamsStores({}, {}) && ", tensor, bytes) : "";
+      pre_.push_back(fmt::format("const bool {0}_ok = {1}pc::FindWindow({2}, {{{3}}}, {4}, &{0});",
+                                 w, unless, tensor, fmt::join(offs, ", "), bytes));
       prefetch_.push_back(w);
     };
-    if (p.store) find(*p.store, 1, p.store->args()[0].type().dtype(), -1, 0);
+    if (p.store)
+      find(*p.store, 1, p.store->args()[0].type().dtype(), -1, 0, e_.streamable_.count(p.store));
     for (const auto& [load, step] : p.next_loads)
-      find(*load, 0, load->result()->type.dtype(), load->args()[0].type().rank() - 2, step);
+      find(*load, 0, load->result()->type.dtype(), load->args()[0].type().rank() - 2, step,
+           false);
   }
 
   // Appends a line to the current segment (after computing its operands, which may end one).
@@ -297,7 +316,8 @@ class FusedLoop {
       e_.Line(
           depth + 3,
           fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
-    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty() && !fast) {
+    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty() && !fast &&
+        stream_.window.empty()) {
       e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
       for (const std::string& b : segs_[0].lines) e_.Line(depth + 4, b);
       e_.Line(depth + 3, "}");
@@ -309,6 +329,7 @@ class FusedLoop {
         e_.Line(depth + 3, "auto chunk = [&](auto exact, int64_t c0, int64_t c1) {");
         e_.Line(depth + 4, "constexpr bool kExact = decltype(exact)::value;");
         e_.Line(depth + 4, "int nan = 0;");
+        EmitChunkDst(depth + 4);
         for (const std::string& x : exits_)
           segs_.back().lines.push_back(
               fmt::format("if constexpr (!kExact) nan |= pc::IsNaN({});", x));
@@ -328,8 +349,14 @@ class FusedLoop {
         e_.Line(depth + 5, "chunk(std::true_type{}, c0, c1);");
         e_.Line(depth + 4, "}");
       } else {
+        EmitChunkDst(depth + 4);
         EmitSegments(depth + 4);
       }
+      if (!stream_.window.empty())
+        e_.Line(depth + 4, fmt::format("if (kContig && {0}_stream) pc::StreamOut(const_cast<char*>"
+                                       "({0}_row) + c0 * {2}, reinterpret_cast<const char*>({1}), "
+                                       "(c1 - c0) * {2});",
+                                       stream_.window, stream_.buf, stream_.bytes));
       if (!reduce_.fn.empty())
         e_.Line(depth + 4, fmt::format("acc.Add({}, c1 - c0);", reduce_.in));
       e_.Line(depth + 3, "}");
@@ -342,6 +369,8 @@ class FusedLoop {
     e_.Line(depth + 1,
             fmt::format("if ({}) rows(std::true_type{{}}); else rows(std::false_type{{}});",
                         contiguous));
+    if (!stream_.window.empty())
+      e_.Line(depth + 1, fmt::format("if ({}_stream) pc::StreamFence();", stream_.window));
     if (!dest.empty())
       e_.Line(depth + 1, fmt::format("pc::SetValid({}, vr, {});", dest,
                                      reduce_.fn.empty() ? "vc" : "1"));
@@ -369,6 +398,15 @@ class FusedLoop {
     }
   }
   int Segment() const { return static_cast<int>(segs_.size()) - 1; }
+
+  // Where the chunk's store writes: the chunk buffer, or the row from column c0 on.
+  void EmitChunkDst(int depth) {
+    if (stream_.window.empty()) return;
+    e_.Line(depth, fmt::format("char* const {0}_dst = !kContig ? const_cast<char*>({0}_row) : "
+                               "{0}_stream ? reinterpret_cast<char*>({1}) : "
+                               "const_cast<char*>({0}_row) + c0 * {2};",
+                               stream_.window, stream_.buf, stream_.bytes));
+  }
 
   // A per-element read (of a tile or a window): later segments read again rather than buffer.
   Elem Read(const std::string& expr) {
@@ -412,6 +450,9 @@ class FusedLoop {
   std::vector<std::string> prefetch_;  // windows prefetched per chunk
   std::vector<std::string> exits_;     // elements that leave the loop (checked for NaN)
   bool exact_ = false;                 // whether a line depends on kExact (the chunk's mode)
+  struct {
+    std::string window, buf, bytes;  // window empty: the loop does not stream its store
+  } stream_;
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
     std::string fn, dest, dtype, where;  // fn empty: not a reduction
@@ -481,6 +522,11 @@ void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
           const ir::OpStmt& r = *it->first;
           const ir::Type& at = LoopShape(r);
           if (at.rows() != shape.rows() || at.cols() != shape.cols()) continue;
+          // A store after another pass over its rows streams when its tensor is large (f32 /
+          // i32 only: bf16 row kernels ran 3-11 % slower streaming, at half the bytes per
+          // element they are not memory-bound here, and a one-pass chain 3-6 % slower).
+          if (shape.cols() >= FusedLoop::kMinFastCols && DTypeBytes(shape.dtype()) >= 4)
+            streamable_.insert(&op);
           bool ready = true;
           for (size_t i = 1; i < op.args().size(); ++i) {
             const ir::Operand& a = op.args()[i];
