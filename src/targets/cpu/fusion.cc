@@ -7,7 +7,8 @@
 // An op with a vector form in kernels/cpu/vmath.h (listed in vmath_fns.def) splits the loop body
 // into segments: each row runs in chunks of kChunk columns, the segment before the op leaves its
 // operand in a chunk buffer, the vector form runs over the chunk, and the next segment reads the
-// result back. The element code stays plain C++ that the compiler vectorizes; the vector form
+// result back (an f32 result that only fills the loop's result tile: the vector form writes the
+// tile row). The element code stays plain C++ that the compiler vectorizes; the vector form
 // computes the scalar definition's bits (vmath.h), so chunking changes speed only.
 //
 // A loop with float adds or multiplies, or a bf16 store, runs each chunk first in a fast mode
@@ -130,6 +131,7 @@ class FusedLoop {
         segs_.back().call = fmt::format("pc::vmath::{0}({1}, {1}, c1 - c0);", sfn, buf);
         segs_.emplace_back();
         Body(fmt::format("const auto {} = {};", x, rounded(buf + "[c - c0]")));
+        if (rt.dtype() == DType::kF32) vector_result_ = {x, std::string(sfn), buf};
         return {x, Segment()};
       }
       case ir::OpFamily::kCompare: {
@@ -245,6 +247,14 @@ class FusedLoop {
 
   // Makes the loop write element `x` into tile `dest`.
   void WriteTile(const std::string& dest, const std::string& x) {
+    // An f32 vector form's result that is only written to the tile (an exact-only loop, so no
+    // NaN check reads it): the vector form writes the tile row itself, without the copy.
+    if (x == vector_result_.x && segs_.back().lines.size() == 1 && !exact_) {
+      segs_.pop_back();
+      segs_.back().call = fmt::format("pc::vmath::{}({}, &{}.v[r * {} + c0], c1 - c0);",
+                                      vector_result_.fn, vector_result_.buf, dest, shape_.cols());
+      return;
+    }
     Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape_.cols(), x));
     exits_.push_back(x);
   }
@@ -316,8 +326,8 @@ class FusedLoop {
       e_.Line(
           depth + 3,
           fmt::format("const char* {0}_row = {0}.base + r * {0}.row_stride * {0}.elem_bytes;", w));
-    if (segs_.size() == 1 && reduce_.fn.empty() && prefetch_.empty() && !fast &&
-        stream_.window.empty()) {
+    if (segs_.size() == 1 && segs_[0].call.empty() && reduce_.fn.empty() && prefetch_.empty() &&
+        !fast && stream_.window.empty()) {
       e_.Line(depth + 3, "for (int64_t c = 0; c < vc; ++c) {");
       for (const std::string& b : segs_[0].lines) e_.Line(depth + 4, b);
       e_.Line(depth + 3, "}");
@@ -453,6 +463,9 @@ class FusedLoop {
   struct {
     std::string window, buf, bytes;  // window empty: the loop does not stream its store
   } stream_;
+  struct {
+    std::string x, fn, buf;  // the last f32 vector form: its result element, function, buffer
+  } vector_result_;
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
     std::string fn, dest, dtype, where;  // fn empty: not a reduction
