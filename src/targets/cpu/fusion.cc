@@ -535,10 +535,11 @@ void Emitter::PlanFusion(const ir::IncoreStmt& scope) {
           const ir::OpStmt& r = *it->first;
           const ir::Type& at = LoopShape(r);
           if (at.rows() != shape.rows() || at.cols() != shape.cols()) continue;
-          // A store after another pass over its rows streams when its tensor is large (f32 /
-          // i32 only: bf16 row kernels ran 3-11 % slower streaming, at half the bytes per
-          // element they are not memory-bound here, and a one-pass chain 3-6 % slower).
-          if (shape.cols() >= FusedLoop::kMinFastCols && DTypeBytes(shape.dtype()) >= 4)
+          // An f32 store after another pass over its rows streams when its tensor is large
+          // (bf16 row kernels ran 3-11 % slower streaming: at half the bytes per element they
+          // are not memory-bound here; and a one-pass chain ran 3-6 % slower). Integer
+          // stores are not fused loops.
+          if (shape.cols() >= FusedLoop::kMinFastCols && shape.dtype() == DType::kF32)
             streamable_.insert(&op);
           bool ready = true;
           for (size_t i = 1; i < op.args().size(); ++i) {
