@@ -298,6 +298,44 @@ TEST_P(ErrorsTest, NanPayloadsInOneChunkOfAFusedLoop) {
   }
 }
 
+// Row max / min of a 1000-column row with NaNs at chosen places: the result is the row's first
+// NaN with its payload (src/interp folds in order). Vector forms keep four accumulators, each
+// with its own NaN mask (kernels/cpu/reduce.h), and a fused loop feeds them 256 columns at a time;
+// the places cover each accumulator in the first and a later chunk, the first vector, the tail,
+// and a second NaN that a later vector of an earlier accumulator brings.
+TEST_P(ErrorsTest, FirstNanOfAWideRowMaxAndMin) {
+  const int64_t n = 1000;
+  const std::vector<std::vector<int64_t>> places = {
+      {3},        {16 + 5},   {32 + 1},   {48 + 9},        {64 + 2},  {256 + 7},
+      {256 + 20}, {256 + 40}, {256 + 60}, {256 + 60, 256 + 70}, {998}, {100, 700}};
+  const uint32_t payloads[] = {0x7FC12345, 0xFFC00003};
+  for (const char* op : {"tile.row_max", "tile.row_min"}) {
+    // max(x) - x in a fused loop after the reduction's own loop; each element is NaN with the
+    // reduction's payload where x is not NaN.
+    FunctionBuilder f("first_nan");
+    Val a = f.Param("x", ParamDirection::kIn, DType::kF32, {int64_t{1}, n});
+    Val o = f.Param("o", ParamDirection::kOut, DType::kF32, {int64_t{1}, n});
+    f.Incore([&] {
+      Val t = f.Load(a, {int64_t{0}, int64_t{0}}, 1, n);
+      f.Store(f.Op("tile.row_expand_sub", {t, f.Op(op, {t})}), o, {int64_t{0}, int64_t{0}});
+    });
+    const Program prog = BuildOrDie(f);
+    for (const std::vector<int64_t>& at : places) {
+      SCOPED_TRACE(std::string(op) + " NaN at " + std::to_string(at[0]));
+      std::vector<uint32_t> x(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = static_cast<float>((i * 37) % 101) - 50.0f;
+        std::memcpy(&x[i], &v, 4);
+      }
+      for (size_t k = 0; k < at.size(); ++k) x[at[k]] = payloads[k];
+      const std::vector<uint8_t> got = RunOneRow(prog, {x}, DType::kF32, GetParam());
+      uint32_t u;
+      std::memcpy(&u, got.data() + (at[0] == 0 ? 4 : 0), 4);
+      EXPECT_EQ(u & 0x7FFFFFFF, payloads[0] & 0x7FFFFFFF) << "not the first NaN's payload";
+    }
+  }
+}
+
 // The same kind of loop updating an inout tensor in place. A chunk's rerun must read what its
 // first run read, which holds because fuse-tiles never fuses a load of a tensor the scope stores
 // to; were that changed, the rerun of the NaN chunk would apply t * y + t twice to its other
