@@ -70,6 +70,8 @@ class Program {
  private:
   friend Status Run(const Program& program, const std::vector<Arg>& args,
                     const struct RunOptions& options);
+  friend Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& rank_args,
+                         const struct RunOptions& options, int64_t timeout_ms);
   struct Compiled;  // executables compiled for this program, per (function, target)
   std::shared_ptr<const ir::Module> module_;
   std::shared_ptr<Compiled> compiled_;
@@ -110,6 +112,16 @@ struct RunOptions {
 // aliases another argument is rejected. Returns kInvalid for bad arguments, kUnsupported for an
 // unknown target, kRuntime for failures while running.
 Status Run(const Program& program, const std::vector<Arg>& args, const RunOptions& options = {});
+
+// Runs the program as a distributed run of `rank_args.size()` ranks simulated in this process
+// (docs/distributed.md): rank r runs on its own thread with rank_args[r], dist.rank is r and
+// dist.world_size the number of ranks, and collectives wait for every rank. The interpreter only
+// (options.target "interp"); MPI processes are how compiled targets will run ranks. A rank that
+// fails fails the run with "rank r: message" (the first rank that failed on its own), and the
+// ranks waiting for it in a collective stop: nothing hangs (a collective that not every rank
+// reaches within `timeout_ms` fails too).
+Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& rank_args,
+                const RunOptions& options = {}, int64_t timeout_ms = 60000);
 
 // Overrides of the target capabilities that passes read (tile sizes, the on-chip budget); an
 // unset field keeps the target's value. Golden tests pin them so that the IR does not depend on

@@ -4,12 +4,15 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 
 #include "driver/cache.h"
 #include "driver/compile.h"
 #include "driver/reorder_bound.h"
+#include "interp/comm.h"
+#include "interp/interpreter.h"
 #include "ir/signature.h"
 #include "ops/type_rules.h"
 #include "runtime/task_graph.h"
@@ -352,6 +355,54 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     if (ctx.state) in_use = ctx.state->Use();
     exe->Run(args, ctx);
   });
+}
+
+Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& rank_args,
+                const RunOptions& options, int64_t timeout_ms) {
+  const int n = static_cast<int>(rank_args.size());
+  Status checked = Guard([&] {
+    PTOX_CHECK(program.module_ != nullptr, Span{})
+        << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
+    PTOX_CHECK(n >= 1 && n <= kMaxThreads, Span{})
+        << "RunRanks needs 1 to " << kMaxThreads << " ranks, got " << n;
+    PTOX_CHECK(timeout_ms > 0, Span{}) << "timeout_ms must be positive, got " << timeout_ms;
+    PTOX_SUPPORTED(options.target == "interp", Span{})
+        << "RunRanks simulates ranks on the interpreter only (target \"interp\"), not \""
+        << options.target << "\" (docs/distributed.md)";
+    const ir::Func* f = Entry(program.module(), options.function);
+    for (int r = 0; r < n; ++r) {
+      try {
+        ir::BindArgs(*f, rank_args[r]);
+      } catch (const Error& e) {
+        throw Error(e.code(), "rank " + std::to_string(r) + ": " + e.what());
+      }
+    }
+  });
+  if (!checked.ok()) return checked;
+  const ir::Func* f = Entry(program.module(), options.function);
+  interp::SimWorld world(n, std::chrono::milliseconds(timeout_ms));
+  std::vector<Status> status(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      status[r] = Guard([&] {
+        try {
+          interp::Run(*f, rank_args[r], &world.rank(r));
+        } catch (const Error& e) {
+          world.Fail(r, e.what());
+          throw;
+        }
+        world.Finish(r);
+      });
+    });
+  for (std::thread& t : threads) t.join();
+  int failed = world.first_failure();
+  for (int r = 0; r < n && failed < 0; ++r)
+    if (!status[r].ok()) failed = r;
+  if (failed >= 0)
+    return Status(status[failed].code(),
+                  "rank " + std::to_string(failed) + ": " + status[failed].message());
+  return Status();
 }
 
 }  // namespace ptox

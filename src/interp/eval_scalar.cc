@@ -2,6 +2,7 @@
 // arith.select, arith.cast, arith.assert and tensor.dim.
 #include <string>
 
+#include "interp/comm.h"
 #include "interp/eval.h"
 #include "interp/numeric.h"
 #include "ops/type_rules.h"
@@ -79,6 +80,9 @@ RtValue EvalScalarOp(const ir::OpStmt& op, const Env& env) {
     case ir::OpFamily::kScalarSelect: return EvalSelect(op, env);
     case ir::OpFamily::kScalarCast: return EvalCast(op, env);
     case ir::OpFamily::kDim: return EvalDim(op, env);
+    case ir::OpFamily::kDistInfo:
+      return Scalar::Int(DType::kIndex, op.op() == ir::OpCode::kDistRank ? env.comm().rank()
+                                                                          : env.comm().size());
     default: PTOX_ICHECK(false) << "not a scalar op: " << OpWhere(op);
   }
   return Scalar{};

@@ -1,6 +1,7 @@
 // Tensor-level ops in the reference interpreter: operands are read from any tensor view into dense
 // f32 values, each op computes in f32 and rounds to the dtype, and results live in Env storage.
 #include "interp/eval_tensor.h"
+#include "interp/comm.h"
 
 #include <algorithm>
 #include <array>
@@ -332,6 +333,17 @@ Dense EvalSelect(const ir::OpStmt& op, const Env& env) {
   return Select(op, cond, a, b);
 }
 
+// tensor.allreduce: every rank's x folded in rank order with the tensor op's own steps (a sum
+// rounds to the dtype after each add; max keeps the first NaN), so the result is the same bits
+// on every rank.
+Dense EvalAllreduce(const ir::OpStmt& op, const Env& env) {
+  const std::vector<Dense> all = env.comm().Gather(Arg(op, env, 0, DType::kF32), OpWhere(op));
+  const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
+  Dense acc = all[0];
+  for (size_t r = 1; r < all.size(); ++r) acc = Binary(op, fn, acc, all[r]);
+  return acc;
+}
+
 // The ops with a result, as a dense value.
 Dense EvalValue(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
@@ -376,6 +388,7 @@ Dense EvalValue(const ir::OpStmt& op, Env& env) {
     case ir::OpFamily::kTensorSlice: return EvalSlice(op, env);
     case ir::OpFamily::kTensorConcat: return EvalConcat(op, env);
     case ir::OpFamily::kComposite: return EvalCompositeOp(op, env);
+    case ir::OpFamily::kTensorCollective: return EvalAllreduce(op, env);
     default: PTOX_ICHECK(false) << "not a tensor op: " << OpWhere(op);
   }
   return {};

@@ -4,11 +4,17 @@
 
 #include <algorithm>
 
+#include "interp/comm.h"
 #include "interp/eval.h"
 #include "interp/numeric.h"
 #include "ir/signature.h"
 
 namespace ptox::interp {
+
+Comm& Env::comm() const {
+  static SoloComm solo;
+  return comm_ ? *comm_ : solo;
+}
 
 const RtValue& Env::Get(const ir::Value& v) const {
   auto it = values_.find(v.get());
@@ -172,6 +178,7 @@ class Interpreter {
       case ir::OpFamily::kScalarCompare:
       case ir::OpFamily::kScalarSelect:
       case ir::OpFamily::kScalarCast:
+      case ir::OpFamily::kDistInfo:
       case ir::OpFamily::kDim: r = EvalScalarOp(op, env_); break;
       case ir::OpFamily::kAssert: EvalAssert(op, env_); break;
       default: r = EvalTensorOp(op, env_); break;  // the tensor-level families
@@ -206,8 +213,8 @@ class Interpreter {
 
 }  // namespace
 
-void Run(const ir::Func& func, const std::vector<Arg>& args) {
-  Env env;
+void Run(const ir::Func& func, const std::vector<Arg>& args, Comm* comm) {
+  Env env(comm);
   RunInEnv(func, args, env);
 }
 

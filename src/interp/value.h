@@ -60,8 +60,14 @@ using RtValue = std::variant<Scalar, TileRef, const Tensor*>;
 
 // SSA value -> run-time value. Values are unique objects, so one flat map serves every scope;
 // loop iterations overwrite their body's values.
+class Comm;  // interp/comm.h
+
 class Env {
  public:
+  explicit Env(Comm* comm = nullptr) : comm_(comm) {}
+  // The ranks of a distributed run (a SoloComm when the run has none).
+  Comm& comm() const;
+
   void Set(const ir::Value& v, RtValue x) { values_[v.get()] = std::move(x); }
   const RtValue& Get(const ir::Value& v) const;
 
@@ -97,6 +103,7 @@ class Env {
   std::unordered_map<const ir::ValueNode*, RtValue> values_;
   std::deque<Owned> owned_;  // a deque: growing it never moves an element
   std::vector<std::pair<std::string, int64_t>> symbols_;  // bindings in scope, oldest first
+  Comm* comm_;
 };
 
 }  // namespace ptox::interp

@@ -199,6 +199,8 @@ class Verifier {
       PTOX_CHECK(incore_depth_ > 0, span) << name << " must be inside an incore scope";
       scope_has_tile_ops_ = true;
     }
+    PTOX_CHECK(family != OpFamily::kTensorCollective || incore_depth_ == 0, span)
+        << name << " communicates with the other ranks: it must be outside incore scopes";
     if (IsTensorLevel(family) && family != OpFamily::kTensorEmpty &&
         family != OpFamily::kTensorStore && incore_depth_ > 0) {
       scope_has_tensor_ops_ = true;

@@ -16,11 +16,11 @@ enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
   kMatmulAcc, kBroadcast, kExtract, kCausalMask, kDequantize, kScalarBinary, kScalarCompare, kScalarSelect,
-  kScalarCast, kAssert, kDim,
+  kScalarCast, kAssert, kDim, kDistInfo,
   // Tensor level.
   kTensorBinary, kTensorUnary, kTensorCast, kTensorCompare, kTensorSelect, kTensorCausalMask,
   kTensorReduce, kTensorArgmax, kTensorMatmul, kTensorReshape, kTensorTranspose, kTensorSlice,
-  kTensorConcat, kTensorGather, kTensorEmpty, kTensorStore, kComposite,
+  kTensorConcat, kTensorGather, kTensorEmpty, kTensorStore, kComposite, kTensorCollective,
 };
 
 // Tensor-level families (whole-tensor ops that convert-tensor-to-tile lowers).

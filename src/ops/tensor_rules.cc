@@ -500,6 +500,11 @@ std::optional<Type> InferTensorOpType(OpCode op, const std::vector<Operand>& arg
       Store(c, args);
       return std::nullopt;
     case OpFamily::kComposite: return Composite(c, op, attrs);
+    case OpFamily::kTensorCollective: {
+      c.Arity(1, 1);
+      PTOX_CHECK(attrs.count("op"), span) << c.name() << " needs {op = \"sum\"} or {op = \"max\"}";
+      return c.Tensor(0);  // a float tensor
+    }
     default: PTOX_ICHECK(false) << "not a tensor op: " << c.name();
   }
   return std::nullopt;

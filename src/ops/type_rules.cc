@@ -451,6 +451,7 @@ std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
           << "arith.assert message has " << holes << " '{}' for " << args.size() - 1 << " values";
       return std::nullopt;
     }
+    case OpFamily::kDistInfo: c.Arity(0); return Type::Scalar(DType::kIndex);
     case OpFamily::kDim: {
       c.Arity(2);
       const Type& t = c.Tensor(0);
@@ -514,6 +515,9 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
             f == OpFamily::kBroadcast);
     if (name == "op" || name == "msg")
       ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
+    if (name == "op" && f == OpFamily::kTensorCollective)
+      ok = std::holds_alternative<std::string>(value) &&
+           (std::get<std::string>(value) == "sum" || std::get<std::string>(value) == "max");
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";
   }
 }

@@ -1,9 +1,12 @@
 // The readable default pipeline and the runner that applies passes in order.
 #include "passes/pipeline.h"
 
+#include "ir/walk.h"
+
 #include <chrono>
 
 #include "ir/verifier.h"
+#include "ir/walk.h"
 #include "passes/pass.h"
 
 namespace ptox::passes {
@@ -53,6 +56,17 @@ ir::Module RunPipeline(const ir::Module& module, const std::vector<std::string>&
     }
     passes.push_back(p);
   }
+  // Distributed ops run on the interpreter only so far (docs/distributed.md): no pass lowers
+  // them.
+  for (const ir::FuncRef& f : module.funcs)
+    ir::ForEachOp(f->body, [&](const ir::OpStmt& op) {
+      if (passes.empty()) return;
+      const ir::OpFamily fam = ir::FamilyOf(op.op());
+      PTOX_SUPPORTED(fam != ir::OpFamily::kDistInfo && fam != ir::OpFamily::kTensorCollective,
+                     op.span())
+          << ir::OpName(op.op()) << ": distributed ops run on the interpreter only so far "
+          << "(ptox::RunRanks, docs/distributed.md); compiled targets do not lower them yet";
+    });
   ir::Module m = module;
   for (const PassInfo* p : passes) {
     const auto start = std::chrono::steady_clock::now();

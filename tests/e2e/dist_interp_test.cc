@@ -1,0 +1,211 @@
+// Distributed runs simulated on the interpreter (ptox::RunRanks, docs/distributed.md): dist.rank /
+// dist.world_size, tensor.allreduce sum and max against sums computed here in rank order, a
+// failing rank, mismatched collectives and a rank that skips one — errors, never a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ptox/ptox.h"
+
+namespace ptox::testing {
+namespace {
+
+Program MustParse(const std::string& text) {
+  Result<Program> p = Program::Parse(text, "dist.pto");
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  if (!p.ok()) std::abort();
+  return *p;
+}
+
+const char* kAllreduce = R"(
+func @f(%x: in tensor<{N}x{M}xf32>, %s: out tensor<{N}x{M}xf32>, %m: out tensor<{N}x{M}xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %s
+  %b = tensor.allreduce %x {op = "max"}
+  tensor.store %b, %m
+}
+)";
+
+struct Rank {
+  std::vector<float> x, s, m;
+};
+
+std::vector<Arg> ArgsOf(Rank& k, int64_t n, int64_t m) {
+  return {Tensor::Contiguous(k.x.data(), DType::kF32, {n, m}),
+          Tensor::Contiguous(k.s.data(), DType::kF32, {n, m}),
+          Tensor::Contiguous(k.m.data(), DType::kF32, {n, m})};
+}
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+TEST(DistInterp, AllreduceSumAndMaxInRankOrder) {
+  const Program prog = MustParse(kAllreduce);
+  for (int ranks : {1, 2, 3, 4}) {
+    for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {7, 33}, {0, 4}}) {
+      SCOPED_TRACE(std::to_string(ranks) + " ranks, " + std::to_string(n) + "x" + std::to_string(m));
+      std::vector<Rank> rk(ranks);
+      for (int r = 0; r < ranks; ++r) {
+        rk[r].x.resize(n * m);
+        rk[r].s.assign(n * m, -1.0f);
+        rk[r].m.assign(n * m, -1.0f);
+        // Values whose f32 sum depends on the order: 1e8 + 1 + ... loses the small terms.
+        for (int64_t i = 0; i < n * m; ++i)
+          rk[r].x[i] = (r % 2 == 0 ? 1e8f : 1.0f) * static_cast<float>((i * 7 + r * 3) % 11 - 5);
+        if (n * m > 2) rk[r].x[2] = r == 1 ? NAN : rk[r].x[2];
+        if (n * m > 3) rk[r].x[3] = -0.0f;
+      }
+      std::vector<std::vector<Arg>> args;
+      for (Rank& k : rk) args.push_back(ArgsOf(k, n, m));
+      Status st = RunRanks(prog, args);
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (int64_t i = 0; i < n * m; ++i) {
+        float sum = rk[0].x[i], mx = rk[0].x[i];
+        for (int r = 1; r < ranks; ++r) {
+          sum = sum + rk[r].x[i];
+          const float y = rk[r].x[i];
+          mx = std::isnan(mx) ? mx : std::isnan(y) ? y : (y > mx ? y : mx);
+        }
+        for (int r = 0; r < ranks; ++r) {
+          EXPECT_EQ(Bits(rk[r].s[i]), Bits(sum)) << "sum, rank " << r << ", element " << i;
+          EXPECT_EQ(std::isnan(rk[r].m[i]), std::isnan(mx)) << "max, rank " << r << ", " << i;
+          if (!std::isnan(mx)) EXPECT_EQ(rk[r].m[i], mx) << "max, rank " << r << ", " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(DistInterp, RankAndWorldSize) {
+  const Program prog = MustParse(R"(
+func @f(%y: out tensor<1x2xf32>) {
+  %r = dist.rank
+  %w = dist.world_size
+  %rf = arith.cast %r : f32
+  %wf = arith.cast %w : f32
+  %e = tensor.empty : tensor<1x1xf32>
+  %a = tensor.add %e, %rf
+  %b = tensor.add %e, %wf
+  %c = tensor.concat %a, %b {axis = 1}
+  tensor.store %c, %y
+}
+)");
+  std::vector<std::vector<float>> y(3, std::vector<float>(2, -1.0f));
+  std::vector<std::vector<Arg>> args;
+  for (auto& v : y) args.push_back({Tensor::Contiguous(v.data(), DType::kF32, {1, 2})});
+  Status st = RunRanks(prog, args);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(y[r], (std::vector<float>{float(r), 3.0f}));
+  // Run without ranks: rank 0 of 1, and an allreduce is its input.
+  std::vector<float> one(2, -1.0f);
+  st = ptox::Run(prog, {Tensor::Contiguous(one.data(), DType::kF32, {1, 2})});
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(one, (std::vector<float>{0.0f, 1.0f}));
+}
+
+// Every rank passes x of its own size to the allreduce: rank 1's differs.
+TEST(DistInterp, MismatchedShapesFailEveryRankWithoutHanging) {
+  const Program prog = MustParse(R"(
+func @f(%x: in tensor<{N}xf32>, %y: out tensor<{N}xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+}
+)");
+  std::vector<std::vector<float>> x = {{1, 2, 3}, {1, 2}, {1, 2, 3}}, y = x;
+  std::vector<std::vector<Arg>> args;
+  for (size_t r = 0; r < x.size(); ++r)
+    args.push_back({Tensor::Contiguous(x[r].data(), DType::kF32, {int64_t(x[r].size())}),
+                    Tensor::Contiguous(y[r].data(), DType::kF32, {int64_t(y[r].size())})});
+  const auto start = std::chrono::steady_clock::now();
+  Status st = RunRanks(prog, args);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("collective mismatch: rank 0 passed f32 3 to tensor.allreduce"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("rank 1 f32 2"), std::string::npos) << st.message();
+}
+
+// Rank 1 fails (an assert) before the allreduce the others wait in: the run fails with rank 1's
+// own message, at once.
+TEST(DistInterp, AFailingRankEndsTheOthers) {
+  const Program prog = MustParse(R"(
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %r = dist.rank
+  %ok = arith.ne %r, 1
+  arith.assert %ok {msg = "rank one gives up"}
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+}
+)");
+  std::vector<std::vector<float>> x(3, std::vector<float>(4, 1.0f)), y = x;
+  std::vector<std::vector<Arg>> args;
+  for (int r = 0; r < 3; ++r)
+    args.push_back({Tensor::Contiguous(x[r].data(), DType::kF32, {4}),
+                    Tensor::Contiguous(y[r].data(), DType::kF32, {4})});
+  const auto start = std::chrono::steady_clock::now();
+  Status st = RunRanks(prog, args);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("rank 1: ", 0), 0u) << st.message();
+  EXPECT_NE(st.message().find("rank one gives up"), std::string::npos) << st.message();
+}
+
+// Rank 0 skips the allreduce (it returns early in an if): the others fail, naming it; a rank
+// that never arrives (here: never finishes either) is caught by the timeout.
+TEST(DistInterp, ARankThatSkipsACollective) {
+  const Program prog = MustParse(R"(
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %r = dist.rank
+  %skip = arith.eq %r, 0
+  if %skip {
+  } else {
+    %a = tensor.allreduce %x {op = "max"}
+    tensor.store %a, %y
+  }
+}
+)");
+  std::vector<std::vector<float>> x(2, std::vector<float>(4, 1.0f)), y = x;
+  std::vector<std::vector<Arg>> args;
+  for (int r = 0; r < 2; ++r)
+    args.push_back({Tensor::Contiguous(x[r].data(), DType::kF32, {4}),
+                    Tensor::Contiguous(y[r].data(), DType::kF32, {4})});
+  Status st = RunRanks(prog, args, {}, 100);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("finished without reaching tensor.allreduce"), std::string::npos)
+      << st.message();
+}
+
+TEST(DistInterp, CompiledTargetsAndBadArgumentsAreClearErrors) {
+  const Program prog = MustParse(R"(
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+}
+)");
+  std::vector<float> x(4, 1.0f), y(4);
+  std::vector<Arg> a = {Tensor::Contiguous(x.data(), DType::kF32, {4}),
+                        Tensor::Contiguous(y.data(), DType::kF32, {4})};
+  Status st = ptox::Run(prog, a, {.target = "cpu"});
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("distributed ops run on the interpreter only"), std::string::npos)
+      << st.message();
+  st = RunRanks(prog, {a, a}, {.target = "cpu"});
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.message();
+  st = RunRanks(prog, {});
+  EXPECT_EQ(st.code(), StatusCode::kInvalid) << st.message();
+  std::vector<float> short_x(3);
+  st = RunRanks(prog, {a, {Tensor::Contiguous(short_x.data(), DType::kF32, {3}), a[1]}});
+  EXPECT_EQ(st.code(), StatusCode::kInvalid) << st.message();
+  EXPECT_EQ(st.message().find("rank 1: "), 0u) << st.message();
+}
+
+}  // namespace
+}  // namespace ptox::testing
