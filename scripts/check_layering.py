@@ -25,10 +25,11 @@ ALLOWED = {
     'src/analysis': {'ptox', 'src/support', 'src/ir', 'src/ops', 'kernels'},
     'src/passes': {'ptox', 'src/support', 'src/ir', 'src/ops', 'src/analysis', 'kernels'},
     'src/runtime': {'ptox', 'src/support'},
+    'src/dist': {'ptox', 'src/support'},  # MPI: the ranks of a distributed run
     'src/targets': {'ptox', 'src/support', 'src/ir', 'src/ops', 'src/interp', 'src/analysis',
                     'src/passes', 'src/runtime', 'kernels'},
     'src/driver': {'ptox', 'src/support', 'src/ir', 'src/ops', 'src/interp', 'src/analysis',
-                   'src/passes', 'src/runtime', 'src/targets', 'kernels'},
+                   'src/passes', 'src/runtime', 'src/dist', 'src/targets', 'kernels'},
     'kernels': set(),
     'tools/ptox': {'ptox'},
     'python': {'ptox'},

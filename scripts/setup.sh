@@ -15,6 +15,7 @@ packages=(
   binutils python3 python3-venv                      # objdump; lit runs on python3; .venv
   git                                                # the build manifest's commit; update.sh
   python3-numpy                                      # tests/e2e/numpy_check.py (reference)
+  openmpi-bin libopenmpi-dev                         # distributed runs (mpirun, MPI)
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
 )
 

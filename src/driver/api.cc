@@ -10,6 +10,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "driver/mpi_comm.h"
 #include "driver/reorder_bound.h"
 #include "interp/comm.h"
 #include "interp/interpreter.h"
@@ -344,6 +345,9 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
     ctx.constant = std::move(constant);
     ctx.state = program.compiled_->StateFor(target);
+    // Under an MPI launcher the interpreter runs as this process's rank (docs/distributed.md).
+    static driver::MpiComm mpi(dist::World::Get());
+    if (!target.compiled() && mpi.size() > 1) ctx.comm = &mpi;
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);

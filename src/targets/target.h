@@ -14,6 +14,10 @@
 #include "ptox/tensor.h"
 #include "runtime/task_graph.h"
 
+namespace ptox::interp {
+class Comm;
+}  // namespace ptox::interp
+
 namespace ptox::targets {
 
 using passes::Capabilities;
@@ -37,6 +41,7 @@ struct RunContext {
   std::vector<std::string> arg_names;         // parameter names, for error messages
   std::vector<bool> constant;  // parameters marked constant (RunOptions::constants; empty: none)
   ProgramState* state = nullptr;  // this target's NewProgramState() for the Program, or null
+  interp::Comm* comm = nullptr;   // the ranks of a distributed run (the interpreter's); null: alone
 };
 
 // A compiled function, ready to run on checked arguments.

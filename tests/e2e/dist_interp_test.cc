@@ -76,7 +76,9 @@ TEST(DistInterp, AllreduceSumAndMaxInRankOrder) {
         for (int r = 0; r < ranks; ++r) {
           EXPECT_EQ(Bits(rk[r].s[i]), Bits(sum)) << "sum, rank " << r << ", element " << i;
           EXPECT_EQ(std::isnan(rk[r].m[i]), std::isnan(mx)) << "max, rank " << r << ", " << i;
-          if (!std::isnan(mx)) EXPECT_EQ(rk[r].m[i], mx) << "max, rank " << r << ", " << i;
+          if (!std::isnan(mx)) {
+            EXPECT_EQ(rk[r].m[i], mx) << "max, rank " << r << ", " << i;
+          }
         }
       }
     }

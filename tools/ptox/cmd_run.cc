@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "ptox/dist.h"
 #include "ptox/ptox.h"
 #include "tools/ptox/npy.h"
 #include "tools/ptox/run_args.h"
@@ -163,6 +164,9 @@ int RunCommand(RunArgs args) {
   }
   // The profile is a diagnostic: stderr, so stdout stays the summary lines.
   if (args.profile) std::fputs(ProfileTable(trace).c_str(), stderr);
+  // In a distributed run (mpirun) rank 0 reports and writes the outputs: the others would print
+  // the same lines for the values every rank shares (docs/distributed.md).
+  if (ThisRank().rank != 0) return 0;
   for (size_t i = 0; i < params.size(); ++i)
     if (IsOutput(params[i])) std::printf("%s\n", SummaryLine(params[i].name, *arrays[i]).c_str());
   if (!args.outputs_dir.empty()) {

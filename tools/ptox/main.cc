@@ -5,10 +5,13 @@
 #include <map>
 
 #include "commands.h"
+#include "ptox/dist.h"
 
 namespace ptox::cli {
 
 int Fail(const Status& status) {
+  // One rank of a distributed run ends them all, naming itself: the others may be waiting for it.
+  if (ThisRank().world_size > 1) AbortRun(status.message(), ExitCode(status));
   std::fprintf(stderr, "%s\n", status.message().c_str());
   return ExitCode(status);
 }

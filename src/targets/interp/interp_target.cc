@@ -13,11 +13,11 @@ class Interpreted final : public Executable {
  public:
   explicit Interpreted(const ir::Func& func) : func_(func) {}
   // The interpreter has no tasks (RunContext::threads and trace do not apply) and nothing to
-  // pack (constants change nothing).
+  // pack (constants change nothing); RunContext::comm places it among the ranks of a run.
   void Run(const std::vector<Arg>& args, const RunContext& ctx) const override {
     std::optional<NanWatch> watch;
     if (ctx.check_nan) watch.emplace(func_, args);
-    interp::Run(func_, args);
+    interp::Run(func_, args, ctx.comm);
     if (watch) watch->Check();
   }
 

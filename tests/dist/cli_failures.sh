@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `mpirun -np N ptox run` when a rank goes wrong (ctest label dist): every case must end every rank
+# with a non-zero exit and a message naming the rank, within seconds (never a hang).
+# Usage: cli_failures.sh MPIRUN PTOX
+set -uo pipefail
+mpirun=$1 ptox=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+launch=("$mpirun" --oversubscribe --allow-run-as-root)
+fails=0
+
+# expect NAME PATTERN CMD...: CMD exits non-zero within 30 s and its output matches PATTERN.
+expect() {
+  local name=$1 pattern=$2
+  shift 2
+  local out rc
+  out=$(timeout 30 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || ! grep -q -- "$pattern" <<<"$out"; then
+    echo "FAIL $name (exit $rc): wanted /$pattern/ in:"
+    echo "$out" | head -20
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+cat >"$dir/fail.pto" <<'PTO'
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %r = dist.rank
+  %ok = arith.ne %r, 1
+  arith.assert %ok {msg = "rank one gives up"}
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+}
+PTO
+cat >"$dir/four.pto" <<'PTO'
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+}
+PTO
+sed 's/tensor<4xf32>/tensor<5xf32>/g' "$dir/four.pto" >"$dir/five.pto"
+cat >"$dir/skip.pto" <<'PTO'
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
+  %r = dist.rank
+  %skip = arith.eq %r, 0
+  if %skip {
+  } else {
+    %a = tensor.allreduce %x {op = "max"}
+    tensor.store %a, %y
+  }
+}
+PTO
+
+expect "a failing rank ends the others (4 ranks)" "rank 1: runtime error: arith.assert .*rank one gives up" \
+  "${launch[@]}" -np 4 "$ptox" run "$dir/fail.pto"
+expect "mismatched shapes name both ranks" "collective mismatch: rank . passed f32 . to tensor.allreduce" \
+  "${launch[@]}" -np 1 "$ptox" run "$dir/four.pto" : -np 1 "$ptox" run "$dir/five.pto"
+expect "a rank that skips a collective times the others out" "not every rank reached a collective within 2000 ms" \
+  env PTOX_DIST_TIMEOUT_MS=2000 "${launch[@]}" -x PTOX_DIST_TIMEOUT_MS -np 2 "$ptox" run "$dir/skip.pto"
+expect "compiled targets say they do not lower distributed ops" "distributed ops run on the interpreter only" \
+  "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" --target=cpu
+
+# And a run that works: 2 ranks, rank 0 reports, ends with OK.
+out=$(timeout 30 "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" 2>&1)
+if [ $? -eq 0 ] && [ "$(grep -c '^OK$' <<<"$out")" -eq 1 ]; then echo "ok   2 ranks, one OK"; else
+  echo "FAIL 2 ranks: $out"; fails=$((fails + 1)); fi
+exit $((fails > 0))

@@ -1,0 +1,135 @@
+// Run under `mpirun -np N` (ctest label dist, N = 2 and 4): each process is one rank and runs the
+// interpreter over MPI (driver/mpi_comm.h). Every rank knows every rank's inputs (they come from
+// the rank number), so each checks its result against the same program run as N simulated ranks
+// in one process (ptox::RunRanks, the specification) and against a fold computed here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ptox/dist.h"
+#include "ptox/ptox.h"
+
+namespace ptox::testing {
+namespace {
+
+const char* kProgram = R"(
+func @f(%x: in tensor<{N}x{M}xDT>, %s: out tensor<{N}x{M}xDT>, %m: out tensor<{N}x{M}xDT>,
+        %rw: out tensor<1x2xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %s
+  %b = tensor.allreduce %x {op = "max"}
+  tensor.store %b, %m
+  %r = dist.rank
+  %w = dist.world_size
+  %rf = arith.cast %r : f32
+  %wf = arith.cast %w : f32
+  %e = tensor.empty : tensor<1x1xf32>
+  %er = tensor.add %e, %rf
+  %ew = tensor.add %e, %wf
+  %c = tensor.concat %er, %ew {axis = 1}
+  tensor.store %c, %rw
+}
+)";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// Rank r's input: values whose f32 sum depends on the order, a NaN on rank 1 and -0.
+std::vector<float> Input(int r, int64_t n) {
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = (r % 2 == 0 ? 1e8f : 1.0f) * static_cast<float>((i * 7 + r * 3) % 11 - 5) + 0.25f * r;
+  if (n > 2 && r == 1) x[2] = NAN;
+  if (n > 3) x[3] = -0.0f;
+  return x;
+}
+
+// Element type storage: f32 values as f32, bf16 / f16 as 16-bit words of the rounded values.
+struct Buf {
+  DType dt;
+  std::vector<uint32_t> w;  // one word per element (16-bit types use the low half)
+  std::vector<uint16_t> h;
+  explicit Buf(DType d, int64_t n) : dt(d), w(d == DType::kF32 ? n : 0), h(d == DType::kF32 ? 0 : n) {}
+  void* data() { return dt == DType::kF32 ? static_cast<void*>(w.data()) : h.data(); }
+};
+
+void Fill(Buf& b, int r, const std::vector<float>& x) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &x[i], 4);
+    if (b.dt == DType::kF32) b.w[i] = u;
+    else if (b.dt == DType::kBF16) b.h[i] = static_cast<uint16_t>(u >> 16);  // truncated: exact
+    else  // f16: about 1000 on even ranks, about 1 on odd ones, so the sum's order matters
+      b.h[i] = static_cast<uint16_t>((r % 2 == 0 ? 0x63D0 : 0x3C00) + (i * 7 + r * 13) % 64);
+  }
+}
+
+class MpiInterp : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MpiInterp, AllreduceMatchesTheSimulatedRanksBitForBit) {
+  const RankInfo me = ThisRank();
+  ASSERT_GT(me.world_size, 1) << "run this test under mpirun -np N with N > 1";
+  const DType dt = GetParam();
+  const char* name = dt == DType::kF32 ? "f32" : dt == DType::kBF16 ? "bf16" : "f16";
+  Result<Program> prog = Program::Parse(Replace(kProgram, "DT", name), "mpi.pto");
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {7, 33}, {0, 4}, {64, 65}}) {
+    SCOPED_TRACE(std::string(name) + " " + std::to_string(n) + "x" + std::to_string(m));
+    std::vector<Buf> x, s, mx;
+    std::vector<std::vector<float>> rw(me.world_size, std::vector<float>(2, -1.0f));
+    for (int r = 0; r < me.world_size; ++r) {
+      x.emplace_back(dt, n * m);
+      Fill(x.back(), r, Input(r, n * m));
+      s.emplace_back(dt, n * m);
+      mx.emplace_back(dt, n * m);
+    }
+    auto args = [&](int r) {
+      return std::vector<Arg>{Tensor::Contiguous(x[r].data(), dt, {n, m}),
+                              Tensor::Contiguous(s[r].data(), dt, {n, m}),
+                              Tensor::Contiguous(mx[r].data(), dt, {n, m}),
+                              Tensor::Contiguous(rw[r].data(), DType::kF32, {1, 2})};
+    };
+    std::vector<std::vector<Arg>> all;
+    for (int r = 0; r < me.world_size; ++r) all.push_back(args(r));
+    Status st = RunRanks(*prog, all);  // the specification, every rank in this process
+    ASSERT_TRUE(st.ok()) << st.message();
+    Buf got_s(dt, n * m), got_m(dt, n * m);
+    std::vector<float> got_rw(2, -1.0f);
+    std::vector<Arg> mine = args(me.rank);
+    mine[1] = Tensor::Contiguous(got_s.data(), dt, {n, m});
+    mine[2] = Tensor::Contiguous(got_m.data(), dt, {n, m});
+    mine[3] = Tensor::Contiguous(got_rw.data(), DType::kF32, {1, 2});
+    st = ptox::Run(*prog, mine, {.target = "interp"});  // this rank, over MPI
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(got_s.w, s[me.rank].w);
+    EXPECT_EQ(got_s.h, s[me.rank].h);
+    EXPECT_EQ(got_m.w, mx[me.rank].w);
+    EXPECT_EQ(got_m.h, mx[me.rank].h);
+    EXPECT_EQ(got_rw, (std::vector<float>{float(me.rank), float(me.world_size)}));
+    EXPECT_EQ(got_rw, rw[me.rank]);
+    if (dt == DType::kF32) {  // and against the rank-order fold computed here
+      for (int64_t i = 0; i < n * m; ++i) {
+        float sum = Input(0, n * m)[i];
+        for (int r = 1; r < me.world_size; ++r) sum = sum + Input(r, n * m)[i];
+        uint32_t want;
+        std::memcpy(&want, &sum, 4);
+        EXPECT_EQ(got_s.w[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, MpiInterp,
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         [](const ::testing::TestParamInfo<DType>& p) {
+                           return std::string(DTypeName(p.param));
+                         });
+
+}  // namespace
+}  // namespace ptox::testing
