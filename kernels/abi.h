@@ -12,7 +12,7 @@ namespace ptox::abi {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI (or the CPU tile library's semantics) change; part of every cache key.
-inline constexpr int kAbiVersion = 5;
+inline constexpr int kAbiVersion = 6;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
 enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
@@ -101,6 +101,14 @@ struct ViewDesc {
   int64_t shape[kMaxRank];
 };
 
+// What the orchestration asks the host for at a dist.allreduce: every rank's tensor `tensor` (an
+// id) reduced elementwise in rank order (op 0: sum, 1: max; docs/ops.md), in place.
+struct CollectiveDesc {
+  int64_t tensor;
+  int64_t op;
+  const char* name;  // "dist.allreduce (file:line)", for messages and traces
+};
+
 // The host runtime as seen by generated orchestration code: submit() queues a task whose
 // dependencies the runtime infers from its accesses. alloc() makes a new zero-filled, 64-byte
 // aligned, contiguous tensor; *out points at its descriptor (owned by the host). It returns the
@@ -117,6 +125,12 @@ struct Runtime {
   void (*submit)(void* ctx, const TaskDesc* task);
   int64_t (*alloc)(void* ctx, const AllocDesc* desc, const TensorArg** out);
   int64_t (*view)(void* ctx, const ViewDesc* desc, const TensorArg** out);
+  // collective() queues a collective over the other ranks of a distributed run as a task that
+  // reads and writes the whole tensor and runs after every collective queued before it (every
+  // rank must reach them in one order); rank / world_size say where this process is.
+  void (*collective)(void* ctx, const CollectiveDesc* desc);
+  int64_t rank;
+  int64_t world_size;
 };
 
 // The entry point every generated module exports: runs the orchestration (submitting tasks) and

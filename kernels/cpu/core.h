@@ -43,6 +43,7 @@ inline float F16ToF32(uint16_t h) {
 // The orchestration ABI under the names generated code uses (pc::TaskDesc, ...).
 using abi::AccessDesc;
 using abi::AllocDesc;
+using abi::CollectiveDesc;
 using abi::Arg;
 using abi::DT;
 using abi::ErrorBuf;

@@ -345,9 +345,11 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     for (const ir::Param& p : f->params) ctx.arg_names.push_back(p.value->name);
     ctx.constant = std::move(constant);
     ctx.state = program.compiled_->StateFor(target);
-    // Under an MPI launcher the interpreter runs as this process's rank (docs/distributed.md).
+    // Under an MPI launcher the run is this process's rank (docs/distributed.md).
     static driver::MpiComm mpi(dist::World::Get());
-    if (!target.compiled() && mpi.size() > 1) ctx.comm = &mpi;
+    static driver::MpiCollectives collectives(dist::World::Get());
+    if (mpi.size() > 1 && target.compiled()) ctx.collectives = &collectives;
+    if (mpi.size() > 1 && !target.compiled()) ctx.comm = &mpi;
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);

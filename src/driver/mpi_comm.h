@@ -1,10 +1,12 @@
-// The interpreter's view of an MPI launch: interp::Comm over dist::World, so that
-// `mpirun -np N ptox run --target=interp` runs the specification of every distributed op across
-// processes (docs/distributed.md).
+// The ranks of an MPI launch as the interpreter (interp::Comm) and the compiled targets
+// (targets::Collectives) see them, over dist::World (docs/distributed.md). Both fold every rank's
+// values in rank order with the interpreter's element functions, so a target's collective has
+// the interpreter's bits.
 #pragma once
 
 #include "dist/world.h"
 #include "interp/comm.h"
+#include "targets/target.h"
 
 namespace ptox::driver {
 
@@ -14,6 +16,18 @@ class MpiComm final : public interp::Comm {
   int rank() const override { return world_.rank(); }
   int size() const override { return world_.size(); }
   std::vector<interp::Dense> Gather(const interp::Dense& x, const std::string& where) override;
+
+ private:
+  dist::World& world_;
+};
+
+class MpiCollectives final : public targets::Collectives {
+ public:
+  explicit MpiCollectives(dist::World& world) : world_(world) {}
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.size(); }
+  std::string AllReduce(int op, DType dt, const abi::TensorArg& t,
+                        const std::string& where) override;
 
  private:
   dist::World& world_;

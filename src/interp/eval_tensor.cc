@@ -336,6 +336,7 @@ Dense EvalSelect(const ir::OpStmt& op, const Env& env) {
 // tensor.allreduce: every rank's x folded in rank order with the tensor op's own steps (a sum
 // rounds to the dtype after each add; max keeps the first NaN), so the result is the same bits
 // on every rank.
+// dist.allreduce is the same in place, on its tensor buffer.
 Dense EvalAllreduce(const ir::OpStmt& op, const Env& env) {
   const std::vector<Dense> all = env.comm().Gather(Arg(op, env, 0, DType::kF32), OpWhere(op));
   const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
@@ -554,6 +555,9 @@ std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorEmpty: return EvalEmpty(op, env);
     case ir::OpFamily::kTensorStore: EvalStore(op, env); return std::nullopt;
+    case ir::OpFamily::kDistCollective:
+      Write(EvalAllreduce(op, env), env.GetTensor(op.args()[0]));
+      return std::nullopt;
     default: return Keep(op, env, EvalValue(op, env));
   }
 }

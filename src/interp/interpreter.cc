@@ -181,7 +181,7 @@ class Interpreter {
       case ir::OpFamily::kDistInfo:
       case ir::OpFamily::kDim: r = EvalScalarOp(op, env_); break;
       case ir::OpFamily::kAssert: EvalAssert(op, env_); break;
-      default: r = EvalTensorOp(op, env_); break;  // the tensor-level families
+      default: r = EvalTensorOp(op, env_); break;  // tensor level, and dist.allreduce
     }
     if (r) env_.Set(op.result(), std::move(*r));
   }

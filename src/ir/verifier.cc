@@ -199,8 +199,8 @@ class Verifier {
       PTOX_CHECK(incore_depth_ > 0, span) << name << " must be inside an incore scope";
       scope_has_tile_ops_ = true;
     }
-    PTOX_CHECK(family != OpFamily::kTensorCollective || incore_depth_ == 0, span)
-        << name << " communicates with the other ranks: it must be outside incore scopes";
+    PTOX_CHECK(!IsDistributed(family) || incore_depth_ == 0, span)
+        << name << " is about the ranks of a distributed run: it must be outside incore scopes";
     if (IsTensorLevel(family) && family != OpFamily::kTensorEmpty &&
         family != OpFamily::kTensorStore && incore_depth_ > 0) {
       scope_has_tensor_ops_ = true;
@@ -218,8 +218,8 @@ class Verifier {
           << name << " result type " << op.result()->type.ToString() << " should be "
           << t->ToString();
     }
-    if (family == OpFamily::kStore || family == OpFamily::kTensorStore) {
-      const Value& dst = op.args()[1].value();
+    if (const int w = WrittenOperandPos(family); w >= 0) {
+      const Value& dst = op.args()[w].value();
       auto it = directions_.find(dst.get());
       PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)
           << name << " writes %" << dst->name << ", an 'in' parameter";

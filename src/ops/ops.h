@@ -16,7 +16,7 @@ enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
   kMatmulAcc, kBroadcast, kExtract, kCausalMask, kDequantize, kScalarBinary, kScalarCompare, kScalarSelect,
-  kScalarCast, kAssert, kDim, kDistInfo,
+  kScalarCast, kAssert, kDim, kDistInfo, kDistCollective,
   // Tensor level.
   kTensorBinary, kTensorUnary, kTensorCast, kTensorCompare, kTensorSelect, kTensorCausalMask,
   kTensorReduce, kTensorArgmax, kTensorMatmul, kTensorReshape, kTensorTranspose, kTensorSlice,
@@ -46,7 +46,18 @@ int IndexedOperandPos(OpFamily family);
 // Ops that produce no SSA result (side effects only: a write, or a run-time check).
 inline bool HasNoResult(OpFamily family) {
   return family == OpFamily::kStore || family == OpFamily::kTensorStore ||
-         family == OpFamily::kAssert;
+         family == OpFamily::kAssert || family == OpFamily::kDistCollective;
+}
+// The operand an op writes in place (a store's destination, an in-place collective's buffer), or
+// -1.
+inline int WrittenOperandPos(OpFamily family) {
+  if (family == OpFamily::kStore || family == OpFamily::kTensorStore) return 1;
+  return family == OpFamily::kDistCollective ? 0 : -1;
+}
+// Ops that communicate with the other ranks of a distributed run (outside incore scopes).
+inline bool IsDistributed(OpFamily family) {
+  return family == OpFamily::kDistInfo || family == OpFamily::kDistCollective ||
+         family == OpFamily::kTensorCollective;
 }
 
 }  // namespace ptox::ir

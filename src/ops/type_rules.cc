@@ -452,6 +452,15 @@ std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
       return std::nullopt;
     }
     case OpFamily::kDistInfo: c.Arity(0); return Type::Scalar(DType::kIndex);
+    case OpFamily::kDistCollective: {
+      c.Arity(1);
+      PTOX_CHECK(attrs.count("op"), span)
+          << OpName(op) << " needs {op = \"sum\"} or {op = \"max\"}";
+      const Type& t = c.Tensor(0);
+      PTOX_CHECK(IsFloat(t.dtype()), span)
+          << OpName(op) << " computes on float tensors, got " << t.ToString();
+      return std::nullopt;
+    }
     case OpFamily::kDim: {
       c.Arity(2);
       const Type& t = c.Tensor(0);
@@ -515,7 +524,7 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
             f == OpFamily::kBroadcast);
     if (name == "op" || name == "msg")
       ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
-    if (name == "op" && f == OpFamily::kTensorCollective)
+    if (name == "op" && (f == OpFamily::kTensorCollective || f == OpFamily::kDistCollective))
       ok = std::holds_alternative<std::string>(value) &&
            (std::get<std::string>(value) == "sum" || std::get<std::string>(value) == "max");
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";

@@ -1,12 +1,10 @@
 // The readable default pipeline and the runner that applies passes in order.
 #include "passes/pipeline.h"
 
-#include "ir/walk.h"
 
 #include <chrono>
 
 #include "ir/verifier.h"
-#include "ir/walk.h"
 #include "passes/pass.h"
 
 namespace ptox::passes {
@@ -28,6 +26,7 @@ const PassInfo* FindPass(std::string_view name) {
 
 std::vector<std::string> DefaultPipeline(bool fuse) {
   std::vector<std::string> pipeline = {
+      "lower-collectives",       // tensor.allreduce -> a buffer reduced in place
       "lower-composites",        // softmax, norms, swiglu, rope -> primitive tensor ops
       "fuse-elementwise",        // tensor ops -> groups that share one tile loop
       "hoist-loop-buffers",      // a sequential loop's buffers: allocated once, not per trip
@@ -56,17 +55,6 @@ ir::Module RunPipeline(const ir::Module& module, const std::vector<std::string>&
     }
     passes.push_back(p);
   }
-  // Distributed ops run on the interpreter only so far (docs/distributed.md): no pass lowers
-  // them.
-  for (const ir::FuncRef& f : module.funcs)
-    ir::ForEachOp(f->body, [&](const ir::OpStmt& op) {
-      if (passes.empty()) return;
-      const ir::OpFamily fam = ir::FamilyOf(op.op());
-      PTOX_SUPPORTED(fam != ir::OpFamily::kDistInfo && fam != ir::OpFamily::kTensorCollective,
-                     op.span())
-          << ir::OpName(op.op()) << ": distributed ops run on the interpreter only so far "
-          << "(ptox::RunRanks, docs/distributed.md); compiled targets do not lower them yet";
-    });
   ir::Module m = module;
   for (const PassInfo* p : passes) {
     const auto start = std::chrono::steady_clock::now();

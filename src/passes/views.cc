@@ -63,8 +63,7 @@ Use UseOf(const ir::Stmt& s, const ir::ValueNode* v) {
         const ir::OpFamily f = ir::FamilyOf(op.op());
         for (size_t i = 0; i < op.args().size(); ++i) {
           if (!is_v(op.args()[i])) continue;
-          const bool destination =
-              (f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) && i == 1;
+          const bool destination = static_cast<int>(i) == ir::WrittenOperandPos(f);
           use = destination ? Use::kEscapes : std::max(use, Use::kRead);
         }
         break;
@@ -89,15 +88,16 @@ Use UseOf(const ir::Stmt& s, const ir::ValueNode* v) {
   return use;
 }
 
-// The tensors statement `s` (and what it nests) may write: store destinations.
+// The tensors statement `s` (and what it nests) may write: store destinations, in-place
+// collectives' buffers.
 std::vector<const ir::ValueNode*> Writes(const ir::Stmt& s) {
   std::vector<const ir::ValueNode*> out;
   auto visit = [&](const ir::Stmt& t) {
     if (t.kind() != ir::StmtKind::kOp) return;
     const auto& op = ir::As<ir::OpStmt>(t);
     const ir::OpFamily f = ir::FamilyOf(op.op());
-    if ((f == ir::OpFamily::kTensorStore || f == ir::OpFamily::kStore) && op.args()[1].is_value())
-      out.push_back(op.args()[1].value().get());
+    const int w = ir::WrittenOperandPos(f);
+    if (w >= 0 && op.args()[w].is_value()) out.push_back(op.args()[w].value().get());
   };
   visit(s);
   ir::ForEachBody(s, [&](const ir::Block& b) { ir::ForEachStmt(b, visit); });

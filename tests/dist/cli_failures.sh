@@ -8,6 +8,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 launch=("$mpirun" --oversubscribe --allow-run-as-root)
 fails=0
+declare -A sums
 
 # expect NAME PATTERN CMD...: CMD exits non-zero within 30 s and its output matches PATTERN.
 expect() {
@@ -59,11 +60,16 @@ expect "mismatched shapes name both ranks" "collective mismatch: rank . passed f
   "${launch[@]}" -np 1 "$ptox" run "$dir/four.pto" : -np 1 "$ptox" run "$dir/five.pto"
 expect "a rank that skips a collective times the others out" "not every rank reached a collective within 2000 ms" \
   env PTOX_DIST_TIMEOUT_MS=2000 "${launch[@]}" -x PTOX_DIST_TIMEOUT_MS -np 2 "$ptox" run "$dir/skip.pto"
-expect "compiled targets say they do not lower distributed ops" "distributed ops run on the interpreter only" \
-  "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" --target=cpu
+expect "mismatched shapes on the CPU target too" "collective mismatch: rank . passed allreduce sum f32 . to dist.allreduce" \
+  "${launch[@]}" -np 1 "$ptox" run "$dir/four.pto" --target=cpu : -np 1 "$ptox" run "$dir/five.pto" --target=cpu
 
-# And a run that works: 2 ranks, rank 0 reports, ends with OK.
-out=$(timeout 30 "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" 2>&1)
-if [ $? -eq 0 ] && [ "$(grep -c '^OK$' <<<"$out")" -eq 1 ]; then echo "ok   2 ranks, one OK"; else
-  echo "FAIL 2 ranks: $out"; fails=$((fails + 1)); fi
+# And runs that work: 2 ranks, rank 0 reports, ends with OK, the same on both targets.
+for target in interp cpu; do
+  out=$(timeout 30 "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" --target=$target 2>&1)
+  if [ $? -eq 0 ] && [ "$(grep -c '^OK$' <<<"$out")" -eq 1 ]; then echo "ok   2 ranks on $target"; else
+    echo "FAIL 2 ranks on $target: $out"; fails=$((fails + 1)); fi
+  sums[$target]=$(grep -o 'checksum=.*' <<<"$out")
+done
+if [ "${sums[interp]}" != "${sums[cpu]}" ]; then
+  echo "FAIL cpu and interp differ: ${sums[interp]} vs ${sums[cpu]}"; fails=$((fails + 1)); fi
 exit $((fails > 0))

@@ -451,6 +451,8 @@ std::string Emitter::ScalarExpr(const ir::OpStmt& op, const std::string& where) 
       return fmt::format("pc::ScalarCast<{}, {}>(ctx, {}, {})", DTypeEnum(a[0].type().dtype()), dt,
                          Operand(a[0]), where);
     case ir::OpFamily::kDim: return fmt::format("{}.shape[{}]", Operand(a[0]), a[1].int_value());
+    case ir::OpFamily::kDistInfo:  // outside incore scopes (the verifier): the orchestration's rt
+      return op.op() == ir::OpCode::kDistRank ? "rt->rank" : "rt->world_size";
     case ir::OpFamily::kExtract:
       return fmt::format("pc::Extract(ctx, {}, {}, {}, {})", Operand(a[0]), Operand(a[1]),
                          Operand(a[2]), where);
@@ -563,6 +565,14 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       ir::FamilyOf(op.op()) == ir::OpFamily::kTensorTranspose)
     return View(op, depth);
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kDistCollective) {  // a task of the runtime's
+    const bool max = std::get<std::string>(op.attrs().at("op")) == "max";
+    Line(depth, fmt::format("{{ const pc::CollectiveDesc c{{{}, {}, {}}}; rt->collective(rt->ctx, "
+                            "&c); }}",
+                            TensorIdOf(op.args()[0].value()), max ? 1 : 0,
+                            Where(op, ir::OpName(op.op()))));
+    return;
+  }
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   const std::string where = Where(op, ir::OpName(op.op()));
@@ -578,7 +588,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
   const ir::Type& rt = res->type;
   if (rt.is_scalar()) {
     Line(depth, fmt::format("const {} {} = {};", TypeName(rt), r, ScalarExpr(op, where)));
-    if (family != ir::OpFamily::kDim) Check(depth);
+    if (family != ir::OpFamily::kDim && family != ir::OpFamily::kDistInfo) Check(depth);
     return;
   }
   if (views_.count(res.get())) {

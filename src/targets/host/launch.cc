@@ -5,6 +5,7 @@
 #include "targets/host/launch.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -82,6 +83,8 @@ struct Bridge {
   bool check_nan;
   const std::vector<std::string>* arg_names;
   std::deque<MadeTensor>* made;  // id args->size() + k is made[k] (a deque: stable)
+  Collectives* collectives;      // null: a run alone, where a collective changes nothing
+  int64_t order = -1;            // the tensor every collective task writes: they run in order
 };
 
 // The tensor.empty or view with id `id`, or null.
@@ -329,6 +332,51 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
   b.graph->Submit(std::move(task));
 }
 
+// A collective task's packed arguments (trivially copyable: Submit copies them as bytes).
+struct CollectiveArgs {
+  Collectives* collectives;
+  abi::TensorArg t;
+  DType dtype;
+  int64_t op;
+  const char* name;
+};
+
+int RunCollective(const void* packed, abi::ErrorBuf* err) {
+  CollectiveArgs a;
+  std::memcpy(&a, packed, sizeof a);
+  const std::string e = a.collectives->AllReduce(static_cast<int>(a.op), a.dtype, a.t, a.name);
+  if (e.empty()) return 0;
+  err->code = 1;
+  std::snprintf(err->message, sizeof err->message, "%s", e.c_str());
+  return 1;
+}
+
+// Runtime::collective: a task that reads and writes the whole tensor, and a 1-element tensor of
+// its own that every collective writes, so collectives run in the order the orchestration
+// queued them on every rank (two independent ones could otherwise swap on one rank and pair
+// with the wrong partners).
+void Collective(void* ctx, const abi::CollectiveDesc* desc) {
+  Bridge& b = *static_cast<Bridge*>(ctx);
+  if (b.collectives == nullptr) return;  // rank 0 of 1: the reduction of one value is itself
+  abi::TensorArg t{};
+  DType dtype = DType::kF32;
+  const bool known = Resolve(b, desc->tensor, &t, &dtype, nullptr);
+  if (b.order < 0) {
+    const abi::AllocDesc order{static_cast<int64_t>(abi::DT::kI32), 4, 1, {1}, "collective order"};
+    const abi::TensorArg* unused = nullptr;
+    b.order = Alloc(ctx, &order, &unused);
+  }
+  abi::AccessDesc acc[2] = {};
+  acc[0].tensor = desc->tensor, acc[0].write = 1, acc[0].rank = known ? t.rank : 0;
+  acc[0].element_bytes = DTypeBytes(dtype);
+  for (int64_t d = 0; d < acc[0].rank; ++d) acc[0].hi[d] = t.shape[d];
+  acc[1].tensor = b.order, acc[1].write = 1, acc[1].rank = 1, acc[1].hi[0] = 1;
+  acc[1].element_bytes = 4;
+  const CollectiveArgs args{b.collectives, t, dtype, desc->op, desc->name};
+  const abi::TaskDesc task{&RunCollective, &args, sizeof args, acc, 2, desc->name, 0};
+  Submit(ctx, &task);
+}
+
 // PackCache::get over the program's PackStore.
 void* GetPacked(void* ctx, const abi::PackKey* k, int64_t bytes, void (*fill)(void*, void*),
                 void* fill_ctx) {
@@ -361,8 +409,10 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
   }
   std::deque<MadeTensor> made;  // declared before the graph: outlives every task
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made};
-  abi::Runtime rt{&bridge, &Submit, &Alloc, &View};
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made, ctx.collectives};
+  abi::Runtime rt{&bridge, &Submit, &Alloc, &View, &Collective,
+                  ctx.collectives ? ctx.collectives->rank() : 0,
+                  ctx.collectives ? ctx.collectives->size() : 1};
   abi::ErrorBuf err{};
   int rc = entry(packed.data(), &rt, &err);
   Status tasks = graph.Wait();  // always: tasks may still use the arguments

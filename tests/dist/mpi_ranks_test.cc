@@ -1,12 +1,14 @@
 // Run under `mpirun -np N` (ctest label dist, N = 2 and 4): each process is one rank and runs the
-// interpreter over MPI (driver/mpi_comm.h). Every rank knows every rank's inputs (they come from
-// the rank number), so each checks its result against the same program run as N simulated ranks
-// in one process (ptox::RunRanks, the specification) and against a fold computed here.
+// program on the interpreter and on the CPU target over MPI (driver/mpi_comm.h). Every rank knows
+// every rank's inputs (they come from the rank number), so each checks its result against the
+// same program run as N simulated ranks in one process (ptox::RunRanks, the specification) and
+// against a fold computed here.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ptox/dist.h"
@@ -70,12 +72,12 @@ void Fill(Buf& b, int r, const std::vector<float>& x) {
   }
 }
 
-class MpiInterp : public ::testing::TestWithParam<DType> {};
+class MpiRanks : public ::testing::TestWithParam<std::tuple<DType, std::string>> {};
 
-TEST_P(MpiInterp, AllreduceMatchesTheSimulatedRanksBitForBit) {
+TEST_P(MpiRanks, AllreduceMatchesTheSimulatedRanksBitForBit) {
   const RankInfo me = ThisRank();
   ASSERT_GT(me.world_size, 1) << "run this test under mpirun -np N with N > 1";
-  const DType dt = GetParam();
+  const auto [dt, target] = GetParam();
   const char* name = dt == DType::kF32 ? "f32" : dt == DType::kBF16 ? "bf16" : "f16";
   Result<Program> prog = Program::Parse(Replace(kProgram, "DT", name), "mpi.pto");
   ASSERT_TRUE(prog.ok()) << prog.status().message();
@@ -105,7 +107,7 @@ TEST_P(MpiInterp, AllreduceMatchesTheSimulatedRanksBitForBit) {
     mine[1] = Tensor::Contiguous(got_s.data(), dt, {n, m});
     mine[2] = Tensor::Contiguous(got_m.data(), dt, {n, m});
     mine[3] = Tensor::Contiguous(got_rw.data(), DType::kF32, {1, 2});
-    st = ptox::Run(*prog, mine, {.target = "interp"});  // this rank, over MPI
+    st = ptox::Run(*prog, mine, {.target = target});  // this rank, over MPI
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(got_s.w, s[me.rank].w);
     EXPECT_EQ(got_s.h, s[me.rank].h);
@@ -125,11 +127,13 @@ TEST_P(MpiInterp, AllreduceMatchesTheSimulatedRanksBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, MpiInterp,
-                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
-                         [](const ::testing::TestParamInfo<DType>& p) {
-                           return std::string(DTypeName(p.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    DtypesAndTargets, MpiRanks,
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                       ::testing::Values("interp", "cpu")),
+    [](const ::testing::TestParamInfo<std::tuple<DType, std::string>>& p) {
+      return std::string(DTypeName(std::get<0>(p.param))) + "_" + std::get<1>(p.param);
+    });
 
 }  // namespace
 }  // namespace ptox::testing
