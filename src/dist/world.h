@@ -4,8 +4,11 @@
 // Without a launcher the process is rank 0 of 1 and MPI is never initialized.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,16 @@ class World {
   std::vector<std::vector<char>> AllGather(const std::string& sig, const std::string& where,
                                            const void* data, size_t bytes, int64_t timeout_ms);
 
+  // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
+  // bits of a sequential fold in rank order (`fold(out, a, b, count)`: out = a op b elementwise;
+  // out may be a or b). Two ranks or small messages: one exchange of every rank's values; else
+  // rank c gets the c-th chunk from every rank (an all-to-all), folds it, and every rank gathers
+  // the folded chunks. Either way the bytes of a ring allreduce for two ranks, 2 (p - 1) / p of
+  // the data per rank for more. `sig` and `where` as for AllGather.
+  using Fold = std::function<void(void* out, const void* a, const void* b, int64_t count)>;
+  void AllReduce(const std::string& sig, const std::string& where, void* data, int64_t n,
+                 int elem_bytes, const Fold& fold, int64_t timeout_ms);
+
   // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code` (MPI_Abort):
   // a rank that fails must not leave the others waiting in a collective.
   [[noreturn]] void Abort(const std::string& message, int code);
@@ -37,8 +50,12 @@ class World {
 
  private:
   World();
+  void Exchange(const std::string& sig, const std::string& where, const void* data, size_t bytes,
+                char* recv, std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
+  std::mutex scratch_mu_;
+  std::vector<char> scratch_;  // what the other ranks sent (under scratch_mu_)
 };
 
 }  // namespace ptox::dist

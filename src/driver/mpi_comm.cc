@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "interp/numeric.h"
+#include "kernels/scalar.h"
 #include "support/error.h"
 
 namespace ptox::driver {
@@ -51,30 +52,59 @@ void ForEachElement(const abi::TensorArg& t, int bytes, F&& f) {
 
 }  // namespace
 
-// The elements travel as f32 (bf16 / f16 widen exactly) and fold as interp::Binary does:
-// RoundTo(dtype, FloatBinary(fn, acc, x)), rank by rank.
+// World::AllReduce moves the elements in their own encoding and folds each chunk in rank order
+// with the interpreter's element functions: f32 through kernels/scalar.h's Add / Max (the
+// functions interp::FloatBinary calls), bf16 / f16 widened, combined and rounded as interp::Binary
+// does. A strided tensor goes through a contiguous copy.
 std::string MpiCollectives::AllReduce(int op, DType dt, const abi::TensorArg& t,
                                       const std::string& where) {
   try {
     const int bytes = DTypeBytes(dt);
-    std::vector<float> mine;
-    ForEachElement(t, bytes, [&](char* p) { mine.push_back(interp::ReadFloat(dt, p)); });
+    int64_t n = 1;
+    bool contiguous = true;
     std::string shape;
-    for (int64_t d = 0; d < t.rank; ++d) shape += (d ? "x" : "") + std::to_string(t.shape[d]);
+    for (int64_t d = t.rank - 1, stride = 1; d >= 0; --d) {
+      contiguous &= t.shape[d] == 1 || t.strides[d] == stride;
+      stride *= t.shape[d];
+    }
+    for (int64_t d = 0; d < t.rank; ++d) {
+      n *= t.shape[d];
+      shape += (d ? "x" : "") + std::to_string(t.shape[d]);
+    }
     const std::string sig = std::string(op == 1 ? "allreduce max " : "allreduce sum ") +
                             std::string(DTypeName(dt)) + " " + shape;
-    const std::vector<std::vector<char>> all = world_.AllGather(
-        sig, where, mine.data(), mine.size() * sizeof(float), dist::World::DefaultTimeoutMs());
     const interp::Fn fn = op == 1 ? interp::Fn::kMax : interp::Fn::kAdd;
-    std::vector<float> acc(mine.size());
-    std::memcpy(acc.data(), all[0].data(), all[0].size());
-    for (size_t r = 1; r < all.size(); ++r) {
-      const float* x = reinterpret_cast<const float*>(all[r].data());
-      for (size_t i = 0; i < acc.size(); ++i)
-        acc[i] = interp::RoundTo(dt, interp::FloatBinary(fn, acc[i], x[i]));
+    const dist::World::Fold fold = [&](void* out, const void* x, const void* y, int64_t count) {
+      if (dt == DType::kF32) {
+        float* o = static_cast<float*>(out);
+        const float* a = static_cast<const float*>(x);
+        const float* b = static_cast<const float*>(y);
+        if (op == 1) {
+          for (int64_t i = 0; i < count; ++i) o[i] = scalar::Max(a[i], b[i]);
+        } else {
+          for (int64_t i = 0; i < count; ++i) o[i] = scalar::Add(a[i], b[i]);
+        }
+        return;
+      }
+      char* o = static_cast<char*>(out);
+      const char* a = static_cast<const char*>(x);
+      const char* b = static_cast<const char*>(y);
+      for (int64_t i = 0; i < count; ++i, o += bytes, a += bytes, b += bytes)
+        interp::WriteFloat(dt, o, interp::RoundTo(dt, interp::FloatBinary(
+                                                          fn, interp::ReadFloat(dt, a),
+                                                          interp::ReadFloat(dt, b))));
+    };
+    const int64_t timeout = dist::World::DefaultTimeoutMs();
+    if (contiguous) {
+      world_.AllReduce(sig, where, t.data, n, bytes, fold, timeout);
+      return {};
     }
-    size_t i = 0;
-    ForEachElement(t, bytes, [&](char* p) { interp::WriteFloat(dt, p, acc[i++]); });
+    std::vector<char> packed(static_cast<size_t>(n) * bytes);
+    char* q = packed.data();
+    ForEachElement(t, bytes, [&](char* p) { std::memcpy(q, p, bytes), q += bytes; });
+    world_.AllReduce(sig, where, packed.data(), n, bytes, fold, timeout);
+    q = packed.data();
+    ForEachElement(t, bytes, [&](char* p) { std::memcpy(p, q, bytes), q += bytes; });
     return {};
   } catch (const Error& e) {
     return e.what();

@@ -164,12 +164,12 @@ int RunCommand(RunArgs args) {
   }
   // The profile is a diagnostic: stderr, so stdout stays the summary lines.
   if (args.profile) std::fputs(ProfileTable(trace).c_str(), stderr);
-  // In a distributed run (mpirun) rank 0 reports and writes the outputs: the others would print
-  // the same lines for the values every rank shares (docs/distributed.md).
-  if (ThisRank().rank != 0) return 0;
-  for (size_t i = 0; i < params.size(); ++i)
+  // In a distributed run (mpirun) rank 0 reports and writes the outputs; every rank checks (the
+  // interpreter's reference run has the same collectives; docs/distributed.md).
+  const bool report = ThisRank().rank == 0;
+  for (size_t i = 0; i < params.size() && report; ++i)
     if (IsOutput(params[i])) std::printf("%s\n", SummaryLine(params[i].name, *arrays[i]).c_str());
-  if (!args.outputs_dir.empty()) {
+  if (report && !args.outputs_dir.empty()) {
     s = WriteOutputs(args, params, arrays);
     if (!s.ok()) return Fail(s);
   }
@@ -177,7 +177,7 @@ int RunCommand(RunArgs args) {
     s = CheckAgainstInterp(*prog, args, params, arrays, std::move(before), prepared->scalars);
     if (!s.ok()) return Fail(s);
   }
-  std::printf("OK\n");
+  if (report) std::printf("OK\n");
   return 0;
 }
 
