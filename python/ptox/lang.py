@@ -66,6 +66,7 @@ In, Out, InOut = _Direction("in"), _Direction("out"), _Direction("inout")
 _OPS = _core.op_names()
 TENSOR_OPS = sorted(n[len("tensor."):] for n in _OPS if n.startswith("tensor."))
 TILE_OPS = sorted(n[len("tile."):] for n in _OPS if n.startswith("tile."))
+DIST_OPS = sorted(n[len("dist."):] for n in _OPS if n.startswith("dist."))
 
 
 def _marker(name):
@@ -80,13 +81,17 @@ class _Namespace:
     pass
 
 
-# pl.<op> for every tensor op, pl.tile.<op> for every tile op (generated from ops.def), and the
-# statements of the language. Outside @ptox.jit they only raise.
+# pl.<op> for every tensor op, pl.tile.<op> for every tile op, pl.dist.<op> for the ranks of a
+# distributed run (generated from ops.def), and the statements of the language. Outside
+# @ptox.jit they only raise.
 for _name in TENSOR_OPS:
     globals()[_name] = _marker(_name)
 tile = _Namespace()
 for _name in TILE_OPS:
     setattr(tile, _name, _marker("tile." + _name))
+dist = _Namespace()
+for _name in DIST_OPS:
+    setattr(dist, _name, _marker("dist." + _name))
 range = _marker("range")  # noqa: A001 - the language's loop, as Triton's tl.range
 incore = _marker("incore")
 load = _marker("load")
@@ -502,13 +507,13 @@ class _Builder(ast.NodeVisitor):
             attrs[kw.arg] = self.constant(kw.value, kw.arg)
         if name in ("load", "store", "full"):
             return self.tile_memory(node, name, attrs, hint)
-        if name.startswith("tile."):
+        if name.startswith("tile.") or name.startswith("dist."):
             op = name
         elif name in TENSOR_OPS:
             op = "tensor." + name
         else:
             self.fail(node, f"pl.{name} is no ptox op (tensor ops: pl.<name>, tile ops: "
-                            "pl.tile.<name>; see docs/ops.md)")
+                            "pl.tile.<name>, distributed ops: pl.dist.<name>; see docs/ops.md)")
         dtype = self.keyword(node, "dtype")
         shape = self.keyword(node, "shape")
         if op == "tensor.cast" and node.args and self.kind_of(node.args[0]) == "scalar":
@@ -544,7 +549,9 @@ class _Builder(ast.NodeVisitor):
         operands = [self.operand(a) for a in node.args]
         if op in ("tensor.cast", "tile.cast", "tensor.reshape", "tile.reshape", "tensor.empty"):
             type_text = self.result_type(node, op, operands, shape, dtype)
-        no_result = op in ("tensor.store", "tile.store")
+        no_result = op in ("tensor.store", "tile.store", "dist.allreduce")
+        if op in ("dist.rank", "dist.world_size"):  # index scalars
+            return _Value(self.op(node, op, operands, hint=hint).name, "scalar")
         return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)
 
     def keyword(self, node, name):

@@ -46,6 +46,11 @@ World::World() {
     std::exit(1);
   }
   mpi_ = true;
+  if (provided < MPI_THREAD_SERIALIZED) {  // collectives run on the runtime's worker threads
+    std::fprintf(stderr, "ptox: this MPI gives threads level %d; ptox needs MPI_THREAD_SERIALIZED\n",
+                 provided);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   // Errors come back as codes (checked below), not as MPI's own abort.

@@ -288,10 +288,24 @@ const char kQuantized[] =
 
 TEST(ParserRoundTrip, Quantized) { ExpectRoundTrip(kQuantized); }
 
+// The distributed ops (docs/distributed.md): rank and world size, and allreduce as a value and
+// in place.
+const char kDistributed[] =
+    "func @dist(%x: in tensor<{N}x8xbf16>, %y: out tensor<{N}x8xbf16>) {\n"
+    "  %r = dist.rank\n"
+    "  %w = dist.world_size\n"
+    "  %s = tensor.allreduce %x {op = \"sum\"}\n"
+    "  tensor.store %s, %y\n"
+    "  dist.allreduce %y {op = \"max\"}\n"
+    "}\n";
+
+TEST(ParserRoundTrip, Distributed) { ExpectRoundTrip(kDistributed); }
+
 TEST(ParserRoundTrip, CoversEveryOpInOpsDef) {
   std::set<OpCode> seen;
   for (const char* text :
-       {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp, kMasksAndIndices, kQuantized}) {
+       {kEveryTileOp, kScalarsAndControlFlow, kEveryTensorOp, kMasksAndIndices, kQuantized,
+        kDistributed}) {
     Module m = Parse(text);
     for (const FuncRef& f : m.funcs) CollectOps(f->body, seen);
   }

@@ -1,0 +1,74 @@
+"""Distributed ops in the Python language (pl.dist.*, pl.allreduce; docs/distributed.md): alone a
+run is rank 0 of 1; under `mpirun -np 2` each process is a rank and both targets give the
+interpreter's bits."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ptox
+import ptox.lang as pl
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTOX_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@ptox.jit
+def mesh(x: pl.In["N", 32, pl.f32], s: pl.Out["N", 32, pl.f32], m: pl.InOut["N", 32, pl.f32]):
+    r = pl.dist.rank()
+    w = pl.dist.world_size()
+    scaled = x * pl.cast(r + 1, dtype=pl.f32)
+    pl.store(pl.allreduce(scaled, op="sum") * pl.cast(w, dtype=pl.f32), s)
+    pl.dist.allreduce(m, op="max")
+
+
+def test_the_text_form_names_the_ops():
+    text = mesh.ir()
+    for piece in ("dist.rank", "dist.world_size", "tensor.allreduce",
+                  'dist.allreduce %m {op = "max"}'):
+        assert piece in text, text
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_alone_a_run_is_rank_0_of_1(target):
+    x = np.arange(3 * 32, dtype=np.float32).reshape(3, 32) - 40.0
+    s = np.zeros_like(x)
+    m = x.copy()
+    mesh(x, s, m, target=target)
+    np.testing.assert_array_equal(s, x)
+    np.testing.assert_array_equal(m, x)
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np, sys
+    sys.path.insert(0, {tests!r})
+    from test_dist import mesh
+    x = np.full((5, 32), 1e8, dtype=np.float32) + np.arange(32, dtype=np.float32)
+    for target in ("interp", "cpu"):
+        s = np.zeros_like(x)
+        m = np.zeros_like(x)
+        mesh(x, s, m, target=target)
+        print(target, s[0, :4].tolist(), flush=True)
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
+def test_two_processes_under_mpirun(tmp_path):
+    script = tmp_path / "ranks.py"
+    script.write_text(SCRIPT.format(tests=os.path.dirname(__file__)))
+    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                          sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    assert out.returncode == 0, out.stderr
+    lines = sorted(out.stdout.split("\n"))
+    x = np.full(4, 1e8, dtype=np.float32) + np.arange(4, dtype=np.float32)
+    want = ((x + x * np.float32(2)) * np.float32(2)).tolist()  # ranks 0, 1 scaled, then * 2
+    for target in ("interp", "cpu"):
+        got = [line for line in lines if line.startswith(target)]
+        assert got == [f"{target} {want}"] * 2, out.stdout
