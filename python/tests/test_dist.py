@@ -45,30 +45,34 @@ def test_alone_a_run_is_rank_0_of_1(target):
     np.testing.assert_array_equal(m, x)
 
 
+# Each rank writes its own file: mpirun interleaves the ranks' stdout mid-line.
 SCRIPT = textwrap.dedent("""
-    import numpy as np, sys
+    import numpy as np, os, sys
     sys.path.insert(0, {tests!r})
     from test_dist import mesh
     x = np.full((5, 32), 1e8, dtype=np.float32) + np.arange(32, dtype=np.float32)
+    lines = []
     for target in ("interp", "cpu"):
         s = np.zeros_like(x)
         m = np.zeros_like(x)
         mesh(x, s, m, target=target)
-        print(target, s[0, :4].tolist(), flush=True)
+        lines.append(f"{{target}} {{s[0, :4].tolist()}}")
+    rank = os.environ["OMPI_COMM_WORLD_RANK"]
+    with open(os.path.join({out!r}, "rank" + rank + ".txt"), "w") as f:
+        f.write("\\n".join(lines))
 """)
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
 def test_two_processes_under_mpirun(tmp_path):
     script = tmp_path / "ranks.py"
-    script.write_text(SCRIPT.format(tests=os.path.dirname(__file__)))
+    script.write_text(SCRIPT.format(tests=os.path.dirname(__file__), out=str(tmp_path)))
     out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
                           sys.executable, str(script)], capture_output=True, text=True,
                          timeout=600, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
     assert out.returncode == 0, out.stderr
-    lines = sorted(out.stdout.split("\n"))
     x = np.full(4, 1e8, dtype=np.float32) + np.arange(4, dtype=np.float32)
     want = ((x + x * np.float32(2)) * np.float32(2)).tolist()  # ranks 0, 1 scaled, then * 2
-    for target in ("interp", "cpu"):
-        got = [line for line in lines if line.startswith(target)]
-        assert got == [f"{target} {want}"] * 2, out.stdout
+    for rank in (0, 1):
+        got = (tmp_path / f"rank{rank}.txt").read_text().split("\n")
+        assert got == [f"interp {want}", f"cpu {want}"], f"rank {rank}: {got}"
