@@ -12,7 +12,7 @@ namespace ptox::abi {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI (or the CPU tile library's semantics) change; part of every cache key.
-inline constexpr int kAbiVersion = 6;
+inline constexpr int kAbiVersion = 7;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
 enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
@@ -101,11 +101,16 @@ struct ViewDesc {
   int64_t shape[kMaxRank];
 };
 
-// What the orchestration asks the host for at a dist.allreduce: every rank's tensor `tensor` (an
-// id) reduced elementwise in rank order (op 0: sum, 1: max; docs/ops.md), in place.
+// What the orchestration asks the host for at a collective on buffers (src/ops/ops.def,
+// docs/ops.md): `tensor` (an id) is the buffer it writes, `source` the one it reads (allgather,
+// reduce_scatter; else -1), `op` the reduction (0: sum, 1: max), `root` broadcast's root.
+enum class CollectiveKind : int64_t { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
 struct CollectiveDesc {
+  CollectiveKind kind;
   int64_t tensor;
+  int64_t source;
   int64_t op;
+  int64_t root;
   const char* name;  // "dist.allreduce (file:line)", for messages and traces
 };
 
@@ -126,8 +131,9 @@ struct Runtime {
   int64_t (*alloc)(void* ctx, const AllocDesc* desc, const TensorArg** out);
   int64_t (*view)(void* ctx, const ViewDesc* desc, const TensorArg** out);
   // collective() queues a collective over the other ranks of a distributed run as a task that
-  // reads and writes the whole tensor and runs after every collective queued before it (every
-  // rank must reach them in one order); rank / world_size say where this process is.
+  // writes the whole of `tensor`, reads the whole of `source`, and runs after every collective
+  // queued before it (every rank must reach them in one order); rank / world_size say where this
+  // process is.
   void (*collective)(void* ctx, const CollectiveDesc* desc);
   int64_t rank;
   int64_t world_size;

@@ -44,6 +44,7 @@ inline float F16ToF32(uint16_t h) {
 using abi::AccessDesc;
 using abi::AllocDesc;
 using abi::CollectiveDesc;
+using abi::CollectiveKind;
 using abi::Arg;
 using abi::DT;
 using abi::ErrorBuf;

@@ -549,7 +549,8 @@ class _Builder(ast.NodeVisitor):
         operands = [self.operand(a) for a in node.args]
         if op in ("tensor.cast", "tile.cast", "tensor.reshape", "tile.reshape", "tensor.empty"):
             type_text = self.result_type(node, op, operands, shape, dtype)
-        no_result = op in ("tensor.store", "tile.store", "dist.allreduce")
+        no_result = op in ("tensor.store", "tile.store") or (
+            op.startswith("dist.") and op not in ("dist.rank", "dist.world_size"))
         if op in ("dist.rank", "dist.world_size"):  # index scalars
             return _Value(self.op(node, op, operands, hint=hint).name, "scalar")
         return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)

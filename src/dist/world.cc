@@ -162,11 +162,10 @@ void World::Exchange(const std::string& sig, const std::string& where, const voi
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       reqs.resize(reqs.size() + 2);
-      PTOX_RUNTIME_CHECK(
-          MPI_Isend(mine, kDesc, MPI_BYTE, r, kDescTag, MPI_COMM_WORLD, &reqs.end()[-2]) ==
-              MPI_SUCCESS &&
-          MPI_Isend(data, count, MPI_BYTE, r, kDataTag, MPI_COMM_WORLD, &reqs.end()[-1]) ==
-              MPI_SUCCESS)
+      PTOX_RUNTIME_CHECK(MPI_Isend(mine, kDesc, MPI_BYTE, r, kDescTag, MPI_COMM_WORLD,
+                                   &reqs.end()[-2]) == MPI_SUCCESS &&
+                         MPI_Isend(data, count, MPI_BYTE, r, kDataTag, MPI_COMM_WORLD,
+                                   &reqs.end()[-1]) == MPI_SUCCESS)
           << where << ": MPI_Isend failed";
       pending.push_back({r, kDescTag});
       pending.push_back({r, kDataTag});
@@ -228,26 +227,97 @@ void World::Exchange(const std::string& sig, const std::string& where, const voi
 }
 #endif
 
-std::vector<std::vector<char>> World::AllGather(const std::string& sig, const std::string& where,
-                                                const void* data, size_t bytes,
-                                                int64_t timeout_ms) {
-  const char* p = static_cast<const char*>(data);
-  if (size_ == 1) return {std::vector<char>(p, p + bytes)};
 #ifdef PTOX_WITH_MPI
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  if (scratch_.size() < bytes * size_) scratch_.resize(bytes * size_);
-  Exchange(sig, where, data, bytes, scratch_.data(), deadline, timeout_ms);
-  std::vector<std::vector<char>> out;
-  for (int r = 0; r < size_; ++r) {
-    const char* from = r == rank_ ? p : scratch_.data() + r * bytes;
-    out.emplace_back(from, from + bytes);
-  }
-  return out;
+namespace {
+
+std::chrono::steady_clock::time_point Deadline(int64_t timeout_ms) {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+std::string Late(const std::string& where, int rank, int64_t timeout_ms) {
+  return where + " on rank " + std::to_string(rank) + ": the collective did not finish within " +
+         std::to_string(timeout_ms) + " ms";
+}
+
+}  // namespace
+
+// Received values land in a buffer kept across calls: a fresh one per call cost its page faults
+// (a 64 MB allreduce ran at 0.58x raw MPI's speed).
+char* World::Scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+void World::ScatterFold(const std::string& where, const char* data, const std::vector<int>& counts,
+                        const std::vector<int>& displs, int elem_bytes, char* out, const Fold& fold,
+                        std::chrono::steady_clock::time_point deadline, const std::string& late) {
+  const int mine = counts[rank_];
+  std::vector<int> recv_counts(size_, mine), recv_displs(size_);
+  for (int r = 0; r < size_; ++r) recv_displs[r] = r * mine;
+  char* const chunks = Scratch(static_cast<size_t>(mine) * size_);
+  Complete(
+      [&](MPI_Request* req) {
+        return MPI_Ialltoallv(data, counts.data(), displs.data(), MPI_BYTE, chunks,
+                              recv_counts.data(), recv_displs.data(), MPI_BYTE, MPI_COMM_WORLD,
+                              req);
+      },
+      where, deadline, late);
+  const int64_t k = mine / elem_bytes;
+  fold(out, chunks, chunks + mine, k);
+  for (int r = 2; r < size_; ++r) fold(out, out, chunks + static_cast<size_t>(r) * mine, k);
+}
+#endif
+
+void World::AllGather(const std::string& sig, const std::string& where, const void* data,
+                      size_t bytes, void* out, int64_t timeout_ms) {
+  char* const o = static_cast<char*>(out);
+  if (bytes) std::memmove(o + rank_ * bytes, data, bytes);
+  if (size_ == 1) return;
+#ifdef PTOX_WITH_MPI
+  Exchange(sig, where, o + rank_ * bytes, bytes, o, Deadline(timeout_ms), timeout_ms);
 #else
   (void)sig, (void)where, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
-  return {};
+#endif
+}
+
+void World::Broadcast(const std::string& sig, const std::string& where, void* data, size_t bytes,
+                      int root, int64_t timeout_ms) {
+  if (size_ == 1) return;
+#ifdef PTOX_WITH_MPI
+  const auto deadline = Deadline(timeout_ms);
+  Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
+  const int count = Count(bytes, where);
+  Complete(
+      [&](MPI_Request* req) {
+        return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
+      },
+      where, deadline, Late(where, rank_, timeout_ms));
+#else
+  (void)sig, (void)where, (void)data, (void)bytes, (void)root, (void)timeout_ms;
+  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
+#endif
+}
+
+void World::ReduceScatter(const std::string& sig, const std::string& where, const void* data,
+                          int64_t n, int elem_bytes, void* out, const Fold& fold,
+                          int64_t timeout_ms) {
+  const size_t chunk = static_cast<size_t>(n) * elem_bytes;
+  if (size_ == 1) {
+    if (chunk) std::memcpy(out, data, chunk);
+    return;
+  }
+#ifdef PTOX_WITH_MPI
+  const auto deadline = Deadline(timeout_ms);
+  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+  Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
+  std::vector<int> counts(size_, Count(chunk, where)), displs(size_);
+  for (int c = 0; c < size_; ++c) displs[c] = Count(chunk * c, where);
+  ScatterFold(where, static_cast<const char*>(data), counts, displs, elem_bytes,
+              static_cast<char*>(out), fold, deadline, Late(where, rank_, timeout_ms));
+#else
+  (void)sig, (void)where, (void)fold, (void)timeout_ms;
+  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
 #endif
 }
 
@@ -255,20 +325,14 @@ void World::AllReduce(const std::string& sig, const std::string& where, void* da
                       int elem_bytes, const Fold& fold, int64_t timeout_ms) {
   if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = Deadline(timeout_ms);
   const size_t bytes = static_cast<size_t>(n) * elem_bytes;
   char* const base = static_cast<char*>(data);
-  // Received values land in a buffer kept across calls: a fresh one per call cost its page
-  // faults (a 64 MB allreduce ran at 0.58x raw MPI's speed).
   std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  auto scratch = [&](size_t size) {
-    if (scratch_.size() < size) scratch_.resize(size);
-    return scratch_.data();
-  };
   // Two ranks, or small messages: every rank gets every rank's values in one round and folds all
   // of them (for two ranks these are a ring allreduce's bytes).
   if (size_ == 2 || bytes <= (size_t{64} << 10)) {
-    char* const all = scratch(bytes * size_);
+    char* const all = Scratch(bytes * size_);
     Exchange(sig, where, base, bytes, all, deadline, timeout_ms);
     // Its own values in place, unless they are read after `base` starts holding the fold.
     const bool copy_own = rank_ >= 2;
@@ -283,28 +347,13 @@ void World::AllReduce(const std::string& sig, const std::string& where, void* da
   // chunks: 2 (p - 1) / p of the data per rank, as a ring allreduce moves.
   Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
   auto lo = [&](int c) { return n * c / size_; };
-  std::vector<int> counts(size_), displs(size_), recv_counts(size_), recv_displs(size_);
+  std::vector<int> counts(size_), displs(size_);
   for (int c = 0; c < size_; ++c) {
     counts[c] = Count(static_cast<size_t>(lo(c + 1) - lo(c)) * elem_bytes, where);
     displs[c] = Count(static_cast<size_t>(lo(c)) * elem_bytes, where);
   }
-  const int mine = counts[rank_];
-  for (int r = 0; r < size_; ++r) recv_counts[r] = mine, recv_displs[r] = r * mine;
-  char* const chunks = scratch(static_cast<size_t>(mine) * size_);
-  const std::string late = where + " on rank " + std::to_string(rank_) +
-                           ": the collective did not finish within " +
-                           std::to_string(timeout_ms) + " ms";
-  Complete(
-      [&](MPI_Request* req) {
-        return MPI_Ialltoallv(base, counts.data(), displs.data(), MPI_BYTE, chunks,
-                              recv_counts.data(), recv_displs.data(), MPI_BYTE, MPI_COMM_WORLD,
-                              req);
-      },
-      where, deadline, late);
-  char* const acc = base + displs[rank_];
-  const int64_t k = mine / elem_bytes;
-  fold(acc, chunks, chunks + mine, k);
-  for (int r = 2; r < size_; ++r) fold(acc, acc, chunks + static_cast<size_t>(r) * mine, k);
+  const std::string late = Late(where, rank_, timeout_ms);
+  ScatterFold(where, base, counts, displs, elem_bytes, base + displs[rank_], fold, deadline, late);
   Complete(
       [&](MPI_Request* req) {
         return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, counts.data(), displs.data(),

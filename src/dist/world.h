@@ -23,11 +23,17 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Every rank's `bytes` bytes at `data`, in rank order. `sig` describes the operand (dtype and
-  // shape) and must be the same on every rank; `where` names the op. Errors (on every rank):
-  // another rank's `sig` differs (both are named), or not every rank arrives within `timeout_ms`.
-  std::vector<std::vector<char>> AllGather(const std::string& sig, const std::string& where,
-                                           const void* data, size_t bytes, int64_t timeout_ms);
+  // Every rank's `bytes` bytes at `data` into `out`, rank r's at out + r * bytes. `sig` describes
+  // the operand (dtype and shape) and must be the same on every rank; `where` names the op.
+  // Errors (on every rank): another rank's `sig` differs (both are named), or not every rank
+  // arrives within `timeout_ms`.
+  void AllGather(const std::string& sig, const std::string& where, const void* data, size_t bytes,
+                 void* out, int64_t timeout_ms);
+
+  // Rank root's `bytes` bytes at `data` into every rank's `data`. `sig` (which should name the
+  // root) and `where` as for AllGather.
+  void Broadcast(const std::string& sig, const std::string& where, void* data, size_t bytes,
+                 int root, int64_t timeout_ms);
 
   // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
   // bits of a sequential fold in rank order (`fold(out, a, b, count)`: out = a op b elementwise;
@@ -38,6 +44,12 @@ class World {
   using Fold = std::function<void(void* out, const void* a, const void* b, int64_t count)>;
   void AllReduce(const std::string& sig, const std::string& where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
+
+  // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded in rank order
+  // into the n elements at `out` (which may not overlap `data`). `fold`, `sig` and `where` as for
+  // AllReduce.
+  void ReduceScatter(const std::string& sig, const std::string& where, const void* data,
+                     int64_t n, int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
 
   // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code` (MPI_Abort):
   // a rank that fails must not leave the others waiting in a collective.
@@ -52,6 +64,12 @@ class World {
   World();
   void Exchange(const std::string& sig, const std::string& where, const void* data, size_t bytes,
                 char* recv, std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` (an all-to-all)
+  // and folds them in rank order into `out`; counts[c] is a multiple of elem_bytes.
+  void ScatterFold(const std::string& where, const char* data, const std::vector<int>& counts,
+                   const std::vector<int>& displs, int elem_bytes, char* out, const Fold& fold,
+                   std::chrono::steady_clock::time_point deadline, const std::string& late);
+  char* Scratch(size_t bytes);  // scratch_, at least `bytes` (under scratch_mu_)
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
   std::mutex scratch_mu_;

@@ -14,97 +14,79 @@ std::vector<interp::Dense> MpiComm::Gather(const interp::Dense& x, const std::st
   const void* data = fl ? static_cast<const void*>(x.f.data()) : x.i.data();
   const size_t bytes = fl ? x.f.size() * sizeof(float) : x.i.size() * sizeof(int64_t);
   const std::string sig = std::string(DTypeName(x.dtype)) + " " + interp::ShapeStr(x.shape);
-  std::vector<std::vector<char>> all =
-      world_.AllGather(sig, where, data, bytes, dist::World::DefaultTimeoutMs());
-  std::vector<interp::Dense> out;
-  for (const std::vector<char>& b : all) {
-    interp::Dense d;
-    d.dtype = x.dtype;
-    d.shape = x.shape;
-    if (fl) {
-      d.f.resize(b.size() / sizeof(float));
-      std::memcpy(d.f.data(), b.data(), b.size());
-    } else {
-      d.i.resize(b.size() / sizeof(int64_t));
-      std::memcpy(d.i.data(), b.data(), b.size());
-    }
-    out.push_back(std::move(d));
-  }
+  std::vector<char> all(bytes * world_.size());
+  world_.AllGather(sig, where, data, bytes, all.data(), dist::World::DefaultTimeoutMs());
+  std::vector<interp::Dense> out(world_.size(), x);
+  for (int r = 0; bytes && r < world_.size(); ++r)
+    std::memcpy(fl ? static_cast<void*>(out[r].f.data()) : out[r].i.data(), all.data() + r * bytes,
+                bytes);
   return out;
 }
 
 namespace {
 
-// Calls f(element pointer) for every element of `t` in row-major order.
-template <typename F>
-void ForEachElement(const abi::TensorArg& t, int bytes, F&& f) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < t.rank; ++d) n *= t.shape[d];
-  if (n == 0) return;
-  int64_t idx[abi::kMaxRank] = {};
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < t.rank; ++d) off += idx[d] * t.strides[d];
-    f(static_cast<char*>(t.data) + off * bytes);
-    for (int64_t d = t.rank - 1; d >= 0 && ++idx[d] == t.shape[d]; --d) idx[d] = 0;
-  }
+// out = a op b elementwise with the interpreter's element functions: f32 through
+// kernels/scalar.h's Add / Max (the functions interp::FloatBinary calls), bf16 / f16 widened,
+// combined and rounded as interp::Binary does.
+dist::World::Fold FoldFor(int op, DType dt) {
+  return [op, dt](void* out, const void* x, const void* y, int64_t count) {
+    if (dt == DType::kF32) {
+      float* o = static_cast<float*>(out);
+      const float* a = static_cast<const float*>(x);
+      const float* b = static_cast<const float*>(y);
+      if (op == 1) {
+        for (int64_t i = 0; i < count; ++i) o[i] = scalar::Max(a[i], b[i]);
+      } else {
+        for (int64_t i = 0; i < count; ++i) o[i] = scalar::Add(a[i], b[i]);
+      }
+      return;
+    }
+    const int bytes = DTypeBytes(dt);
+    const interp::Fn fn = op == 1 ? interp::Fn::kMax : interp::Fn::kAdd;
+    char* o = static_cast<char*>(out);
+    const char* a = static_cast<const char*>(x);
+    const char* b = static_cast<const char*>(y);
+    for (int64_t i = 0; i < count; ++i, o += bytes, a += bytes, b += bytes)
+      interp::WriteFloat(dt, o,
+                         interp::RoundTo(dt, interp::FloatBinary(fn, interp::ReadFloat(dt, a),
+                                                                 interp::ReadFloat(dt, b))));
+  };
 }
 
 }  // namespace
 
-// World::AllReduce moves the elements in their own encoding and folds each chunk in rank order
-// with the interpreter's element functions: f32 through kernels/scalar.h's Add / Max (the
-// functions interp::FloatBinary calls), bf16 / f16 widened, combined and rounded as interp::Binary
-// does. A strided tensor goes through a contiguous copy.
-std::string MpiCollectives::AllReduce(int op, DType dt, const abi::TensorArg& t,
-                                      const std::string& where) {
+// The elements move in their own encoding; a strided tensor goes through a contiguous copy.
+std::string MpiCollectives::Run(const targets::CollectiveCall& c) {
+  using targets::Flat;
   try {
-    const int bytes = DTypeBytes(dt);
-    int64_t n = 1;
-    bool contiguous = true;
-    std::string shape;
-    for (int64_t d = t.rank - 1, stride = 1; d >= 0; --d) {
-      contiguous &= t.shape[d] == 1 || t.strides[d] == stride;
-      stride *= t.shape[d];
-    }
-    for (int64_t d = 0; d < t.rank; ++d) {
-      n *= t.shape[d];
-      shape += (d ? "x" : "") + std::to_string(t.shape[d]);
-    }
-    const std::string sig = std::string(op == 1 ? "allreduce max " : "allreduce sum ") +
-                            std::string(DTypeName(dt)) + " " + shape;
-    const interp::Fn fn = op == 1 ? interp::Fn::kMax : interp::Fn::kAdd;
-    const dist::World::Fold fold = [&](void* out, const void* x, const void* y, int64_t count) {
-      if (dt == DType::kF32) {
-        float* o = static_cast<float*>(out);
-        const float* a = static_cast<const float*>(x);
-        const float* b = static_cast<const float*>(y);
-        if (op == 1) {
-          for (int64_t i = 0; i < count; ++i) o[i] = scalar::Max(a[i], b[i]);
-        } else {
-          for (int64_t i = 0; i < count; ++i) o[i] = scalar::Add(a[i], b[i]);
-        }
-        return;
-      }
-      char* o = static_cast<char*>(out);
-      const char* a = static_cast<const char*>(x);
-      const char* b = static_cast<const char*>(y);
-      for (int64_t i = 0; i < count; ++i, o += bytes, a += bytes, b += bytes)
-        interp::WriteFloat(dt, o, interp::RoundTo(dt, interp::FloatBinary(
-                                                          fn, interp::ReadFloat(dt, a),
-                                                          interp::ReadFloat(dt, b))));
-    };
+    if (std::string bad = targets::CheckCall(c, size()); !bad.empty()) return bad;
+    const int bytes = DTypeBytes(c.dtype);
+    const std::string sig = targets::Signature(c);
     const int64_t timeout = dist::World::DefaultTimeoutMs();
-    if (contiguous) {
-      world_.AllReduce(sig, where, t.data, n, bytes, fold, timeout);
-      return {};
+    const bool reads_out =
+        c.kind == abi::CollectiveKind::kAllreduce || c.kind == abi::CollectiveKind::kBroadcast;
+    Flat out(c.out, bytes, reads_out);
+    switch (c.kind) {
+      case abi::CollectiveKind::kAllreduce:
+        world_.AllReduce(sig, c.where, out.data(), targets::Numel(c.out), bytes,
+                         FoldFor(c.op, c.dtype), timeout);
+        break;
+      case abi::CollectiveKind::kBroadcast:
+        world_.Broadcast(sig, c.where, out.data(), out.bytes(), c.root, timeout);
+        break;
+      case abi::CollectiveKind::kAllgather: {
+        Flat x(c.source, bytes, true);
+        world_.AllGather(sig, c.where, x.data(), x.bytes(), out.data(), timeout);
+        break;
+      }
+      case abi::CollectiveKind::kReduceScatter: {
+        Flat x(c.source, bytes, true);
+        world_.ReduceScatter(sig, c.where, x.data(), targets::Numel(c.out), bytes, out.data(),
+                             FoldFor(c.op, c.dtype), timeout);
+        break;
+      }
     }
-    std::vector<char> packed(static_cast<size_t>(n) * bytes);
-    char* q = packed.data();
-    ForEachElement(t, bytes, [&](char* p) { std::memcpy(q, p, bytes), q += bytes; });
-    world_.AllReduce(sig, where, packed.data(), n, bytes, fold, timeout);
-    q = packed.data();
-    ForEachElement(t, bytes, [&](char* p) { std::memcpy(p, q, bytes), q += bytes; });
+    out.Store();
     return {};
   } catch (const Error& e) {
     return e.what();

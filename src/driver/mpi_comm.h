@@ -1,7 +1,7 @@
 // The ranks of an MPI launch as the interpreter (interp::Comm) and the compiled targets
-// (targets::Collectives) see them, over dist::World (docs/distributed.md). Both fold every rank's
-// values in rank order with the interpreter's element functions, so a target's collective has
-// the interpreter's bits.
+// (targets::Collectives, targets/collectives.h) see them, over dist::World (docs/distributed.md).
+// Both fold every rank's values in rank order with the interpreter's element functions, so a
+// target's collective has the interpreter's bits.
 #pragma once
 
 #include "dist/world.h"
@@ -26,8 +26,7 @@ class MpiCollectives final : public targets::Collectives {
   explicit MpiCollectives(dist::World& world) : world_(world) {}
   int rank() const override { return world_.rank(); }
   int size() const override { return world_.size(); }
-  std::string AllReduce(int op, DType dt, const abi::TensorArg& t,
-                        const std::string& where) override;
+  std::string Run(const targets::CollectiveCall& c) override;
 
  private:
   dist::World& world_;

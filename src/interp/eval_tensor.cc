@@ -1,7 +1,6 @@
 // Tensor-level ops in the reference interpreter: operands are read from any tensor view into dense
 // f32 values, each op computes in f32 and rounds to the dtype, and results live in Env storage.
 #include "interp/eval_tensor.h"
-#include "interp/comm.h"
 
 #include <algorithm>
 #include <array>
@@ -11,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "interp/comm.h"
 #include "kernels/quant.h"
 #include "kernels/scalar.h"
 #include "ops/type_rules.h"
@@ -345,6 +345,59 @@ Dense EvalAllreduce(const ir::OpStmt& op, const Env& env) {
   return acc;
 }
 
+// Rows [r0, r0 + n) of a dense value of rank >= 1.
+Dense Rows(const Dense& d, int64_t r0, int64_t n) {
+  Dense out = d;
+  out.shape[0] = n;
+  const int64_t row = d.shape[0] == 0 ? 0 : d.numel() / d.shape[0];
+  auto cut = [&](auto& v) { v.assign(v.begin() + r0 * row, v.begin() + (r0 + n) * row); };
+  IsFloat(d.dtype) ? cut(out.f) : cut(out.i);
+  return out;
+}
+
+// The collectives on buffers (ops.def), from every rank's value in rank order (Comm::Gather).
+void EvalDistCollective(const ir::OpStmt& op, const Env& env) {
+  const Tensor& t = env.GetTensor(op.args()[0]);
+  Comm& comm = env.comm();
+  const int world = comm.size();
+  switch (op.op()) {
+    case ir::OpCode::kDistAllreduce: return Write(EvalAllreduce(op, env), t);
+    case ir::OpCode::kDistBroadcast: {
+      const int64_t root = ir::IntAttr(op.attrs(), "root", 0);
+      PTOX_RUNTIME_CHECK(root < world)
+          << OpWhere(op) << ": root " << root << " is not a rank of a world of " << world;
+      return Write(comm.Gather(Read(op, t), OpWhere(op))[root], t);
+    }
+    case ir::OpCode::kDistAllgather: {
+      const Dense x = Arg(op, env, 1, DType::kF32);
+      PTOX_RUNTIME_CHECK(t.shape[0] == world * x.shape[0])
+          << OpWhere(op) << ": out has " << t.shape[0] << " rows, not " << world << " ranks x "
+          << x.shape[0];
+      Dense all = x;
+      all.shape[0] = 0;
+      all.f.clear(), all.i.clear();
+      for (const Dense& v : comm.Gather(x, OpWhere(op))) {
+        all.shape[0] += v.shape[0];
+        all.f.insert(all.f.end(), v.f.begin(), v.f.end());
+        all.i.insert(all.i.end(), v.i.begin(), v.i.end());
+      }
+      return Write(all, t);
+    }
+    case ir::OpCode::kDistReduceScatter: {
+      const Dense x = Arg(op, env, 1, DType::kF32);
+      const int64_t n = t.shape[0];
+      PTOX_RUNTIME_CHECK(x.shape[0] == world * n)
+          << OpWhere(op) << ": x has " << x.shape[0] << " rows, not " << world << " ranks x " << n;
+      const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
+      const std::vector<Dense> all = comm.Gather(x, OpWhere(op));
+      Dense acc = Rows(all[0], comm.rank() * n, n);
+      for (int r = 1; r < world; ++r) acc = Binary(op, fn, acc, Rows(all[r], comm.rank() * n, n));
+      return Write(acc, t);
+    }
+    default: PTOX_ICHECK(false) << "not a collective: " << OpWhere(op);
+  }
+}
+
 // The ops with a result, as a dense value.
 Dense EvalValue(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
@@ -537,7 +590,7 @@ Dense Concat(const ir::OpStmt& op, const std::vector<Dense>& parts, int axis) {
     bool same = p.rank() == static_cast<int>(shape.size());
     for (int d = 0; same && d < p.rank(); ++d) same = d == axis || p.shape[d] == shape[d];
     PTOX_ICHECK(same) << OpWhere(op) << ": operands of shapes " << ShapeStr(parts[0].shape)
-                             << " and " << ShapeStr(p.shape) << " differ outside axis " << axis;
+                      << " and " << ShapeStr(p.shape) << " differ outside axis " << axis;
     shape[axis] += p.shape[axis];
   }
   Dense out = MakeDense(op, parts[0].dtype, shape);
@@ -555,9 +608,7 @@ std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorEmpty: return EvalEmpty(op, env);
     case ir::OpFamily::kTensorStore: EvalStore(op, env); return std::nullopt;
-    case ir::OpFamily::kDistCollective:
-      Write(EvalAllreduce(op, env), env.GetTensor(op.args()[0]));
-      return std::nullopt;
+    case ir::OpFamily::kDistCollective: EvalDistCollective(op, env); return std::nullopt;
     default: return Keep(op, env, EvalValue(op, env));
   }
 }

@@ -398,6 +398,43 @@ std::optional<Type> MatmulFamilyType(const Checker& c, OpCode op,
 }
 
 // Scalar ops: arith.*, arith.assert, tensor.dim.
+// The collectives on buffers (ops.def). Sizes that depend on the world size (allgather's and
+// reduce_scatter's first dims) are checked here where both are static, else at run time.
+std::optional<Type> DistCollective(const Checker& c, OpCode op, const Attrs& attrs,
+                                   const Span& span) {
+  const bool reduces = op == OpCode::kDistAllreduce || op == OpCode::kDistReduceScatter;
+  const bool two = op == OpCode::kDistAllgather || op == OpCode::kDistReduceScatter;
+  c.Arity(two ? 2 : 1);
+  PTOX_CHECK(!reduces || attrs.count("op"), span)
+      << OpName(op) << " needs {op = \"sum\"} or {op = \"max\"}";
+  PTOX_CHECK(op != OpCode::kDistBroadcast ||
+                 (attrs.count("root") && std::get<int64_t>(attrs.at("root")) >= 0),
+             span)
+      << "dist.broadcast needs {root = k}, the rank whose values every rank gets (k >= 0)";
+  const Type& t = c.Tensor(0);
+  PTOX_CHECK(!reduces || IsFloat(t.dtype()), span)
+      << OpName(op) << " computes on float tensors, got " << t.ToString();
+  if (!two) return std::nullopt;
+  const Type& x = c.Tensor(1);
+  PTOX_CHECK(x.dtype() == t.dtype() && x.rank() == t.rank() && t.rank() >= 1, span)
+      << OpName(op) << " needs two tensors of one dtype and rank >= 1, got " << t.ToString()
+      << " and " << x.ToString();
+  for (int d = 1; d < t.rank(); ++d)
+    PTOX_CHECK(!t.shape()[d].is_static() || !x.shape()[d].is_static() ||
+                   t.shape()[d].size == x.shape()[d].size,
+               span)
+        << OpName(op) << ": " << t.ToString() << " and " << x.ToString() << " differ in dim " << d
+        << " (only dim 0 grows with the ranks)";
+  // The operand with world_size times the rows of the other.
+  const Dim& many = op == OpCode::kDistAllgather ? t.shape()[0] : x.shape()[0];
+  const Dim& one = op == OpCode::kDistAllgather ? x.shape()[0] : t.shape()[0];
+  PTOX_CHECK(!many.is_static() || !one.is_static() ||
+                 (one.size == 0 ? many.size == 0 : many.size % one.size == 0),
+             span)
+      << OpName(op) << ": " << many.size << " rows are not a whole number of ranks' " << one.size;
+  return std::nullopt;
+}
+
 std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
                                      [[maybe_unused]] const std::vector<Operand>& args,
                                      [[maybe_unused]] const Attrs& attrs,
@@ -452,15 +489,7 @@ std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
       return std::nullopt;
     }
     case OpFamily::kDistInfo: c.Arity(0); return Type::Scalar(DType::kIndex);
-    case OpFamily::kDistCollective: {
-      c.Arity(1);
-      PTOX_CHECK(attrs.count("op"), span)
-          << OpName(op) << " needs {op = \"sum\"} or {op = \"max\"}";
-      const Type& t = c.Tensor(0);
-      PTOX_CHECK(IsFloat(t.dtype()), span)
-          << OpName(op) << " computes on float tensors, got " << t.ToString();
-      return std::nullopt;
-    }
+    case OpFamily::kDistCollective: return DistCollective(c, op, attrs, span);
     case OpFamily::kDim: {
       c.Arity(2);
       const Type& t = c.Tensor(0);
@@ -524,9 +553,11 @@ void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
             f == OpFamily::kBroadcast);
     if (name == "op" || name == "msg")
       ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
-    if (name == "op" && (f == OpFamily::kTensorCollective || f == OpFamily::kDistCollective))
+    if (name == "op" && (f == OpFamily::kTensorCollective || op == OpCode::kDistAllreduce ||
+                         op == OpCode::kDistReduceScatter))
       ok = std::holds_alternative<std::string>(value) &&
            (std::get<std::string>(value) == "sum" || std::get<std::string>(value) == "max");
+    if (name == "root") ok = is_int && op == OpCode::kDistBroadcast;
     PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";
   }
 }

@@ -12,6 +12,7 @@
 #include "ir/ir.h"
 #include "kernels/abi.h"
 #include "passes/pass.h"
+#include "targets/collectives.h"
 #include "ptox/tensor.h"
 #include "runtime/task_graph.h"
 
@@ -20,19 +21,6 @@ class Comm;
 }  // namespace ptox::interp
 
 namespace ptox::targets {
-
-// How a compiled target's collectives reach the other ranks of a distributed run (the driver
-// implements it over MPI, driver/mpi_comm.h). AllReduce reduces tensor `t` of dtype `dt` in place
-// over every rank, folding in rank order as the interpreter does (op 0: sum, 1: max); it returns
-// an error message, or empty.
-class Collectives {
- public:
-  virtual ~Collectives() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  virtual std::string AllReduce(int op, DType dt, const abi::TensorArg& t,
-                                const std::string& where) = 0;
-};
 
 using passes::Capabilities;
 

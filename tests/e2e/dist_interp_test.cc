@@ -1,8 +1,10 @@
 // Distributed runs simulated on the interpreter (ptox::RunRanks, docs/distributed.md): dist.rank /
-// dist.world_size, tensor.allreduce sum and max against sums computed here in rank order, a
-// failing rank, mismatched collectives and a rank that skips one — errors, never a hang.
+// dist.world_size, tensor.allreduce sum and max, allgather, reduce_scatter and broadcast against
+// results computed here in rank order, a failing rank, mismatched collectives, sizes that do not
+// fit the world and a rank that skips a collective — errors, never a hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -92,6 +94,127 @@ TEST(DistInterp, AllreduceSumAndMaxInRankOrder) {
         }
       }
     }
+  }
+}
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// allgather (f32 and i32), reduce_scatter (sum, max) and broadcast from the last rank, against
+// results computed here; `big` has world_size times x's rows.
+const char* kOthers = R"(
+func @f(%x: in tensor<{N}x{M}xf32>, %xi: in tensor<{N}x{M}xi32>, %big: in tensor<{G}x{M}xf32>,
+        %g: out tensor<{G}x{M}xf32>, %gi: out tensor<{G}x{M}xi32>, %s: out tensor<{N}x{M}xf32>,
+        %m: out tensor<{N}x{M}xf32>, %b: inout tensor<{N}x{M}xf32>) {
+  dist.allgather %g, %x
+  dist.allgather %gi, %xi
+  dist.reduce_scatter %s, %big {op = "sum"}
+  dist.reduce_scatter %m, %big {op = "max"}
+  dist.broadcast %b {root = ROOT}
+}
+)";
+
+TEST(DistInterp, AllgatherReduceScatterAndBroadcast) {
+  for (int ranks : {1, 2, 3, 4}) {
+    const Program prog = MustParse(Replace(kOthers, "ROOT", std::to_string(ranks - 1)));
+    for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {2, 33}, {0, 4}}) {
+      SCOPED_TRACE(std::to_string(ranks) + " ranks, " + std::to_string(n) + "x" + std::to_string(m));
+      const int64_t e = n * m, ge = ranks * e;
+      struct R {
+        std::vector<float> x, big, g, s, m, b;
+        std::vector<int32_t> xi, gi;
+      };
+      std::vector<R> rk(ranks);
+      for (int r = 0; r < ranks; ++r) {
+        R& k = rk[r];
+        for (int64_t i = 0; i < e; ++i) {
+          k.x.push_back(float(r * 1000 + i));
+          k.xi.push_back(-r * 1000 - int32_t(i));
+          k.b.push_back(float(r) + 0.5f * float(i));
+        }
+        for (int64_t i = 0; i < ge; ++i)  // an order-dependent f32 sum, a NaN, -0
+          k.big.push_back((r % 2 == 0 ? 1e8f : 1.0f) * float((i * 7 + r * 3) % 11 - 5));
+        if (ge > 2 && r == 1) k.big[2] = NAN;
+        if (ge > 3) k.big[3] = -0.0f;
+        k.g.assign(ge, -1.0f), k.gi.assign(ge, -1), k.s.assign(e, -1.0f), k.m.assign(e, -1.0f);
+      }
+      std::vector<std::vector<Arg>> args;
+      for (R& k : rk)
+        args.push_back({Tensor::Contiguous(k.x.data(), DType::kF32, {n, m}),
+                        Tensor::Contiguous(k.xi.data(), DType::kI32, {n, m}),
+                        Tensor::Contiguous(k.big.data(), DType::kF32, {ranks * n, m}),
+                        Tensor::Contiguous(k.g.data(), DType::kF32, {ranks * n, m}),
+                        Tensor::Contiguous(k.gi.data(), DType::kI32, {ranks * n, m}),
+                        Tensor::Contiguous(k.s.data(), DType::kF32, {n, m}),
+                        Tensor::Contiguous(k.m.data(), DType::kF32, {n, m}),
+                        Tensor::Contiguous(k.b.data(), DType::kF32, {n, m})});
+      const std::vector<float> root_b = rk[ranks - 1].b;
+      Status st = RunRanks(prog, args);
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (int r = 0; r < ranks; ++r) {
+        for (int q = 0; q < ranks; ++q) {
+          for (int64_t i = 0; i < e; ++i) {
+            ASSERT_EQ(rk[r].g[q * e + i], rk[q].x[i]) << "allgather f32 on rank " << r;
+            ASSERT_EQ(rk[r].gi[q * e + i], rk[q].xi[i]) << "allgather i32 on rank " << r;
+          }
+        }
+        for (int64_t i = 0; i < e; ++i) {
+          const int64_t at = r * e + i;
+          float sum = rk[0].big[at], mx = rk[0].big[at];
+          for (int q = 1; q < ranks; ++q) {
+            const float y = rk[q].big[at];
+            sum = sum + y;
+            mx = std::isnan(mx) ? mx : std::isnan(y) ? y : (y > mx ? y : mx);
+          }
+          EXPECT_EQ(Bits(rk[r].s[i]), Bits(sum)) << "reduce_scatter sum, rank " << r << ", " << i;
+          EXPECT_EQ(Bits(rk[r].m[i]), Bits(mx)) << "reduce_scatter max, rank " << r << ", " << i;
+        }
+        EXPECT_EQ(rk[r].b, root_b) << "broadcast to rank " << r;
+      }
+    }
+  }
+}
+
+// Sizes that do not fit the world and a root outside it: errors naming the op, on every rank.
+TEST(DistInterp, CollectiveSizesAndRootsAreChecked) {
+  const Program gather = MustParse(R"(
+func @f(%x: in tensor<{N}xf32>, %g: out tensor<{G}xf32>) {
+  dist.allgather %g, %x
+}
+)");
+  std::vector<std::vector<float>> x(2, std::vector<float>(3)), g(2, std::vector<float>(5));
+  Status st = RunRanks(gather, XyPerRank(x, g));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("dist.allgather (dist.pto:3): out has 5 rows, not 2 ranks x 3"),
+            std::string::npos)
+      << st.message();
+  const Program scatter = MustParse(R"(
+func @f(%x: in tensor<{G}xf32>, %h: out tensor<{N}xf32>) {
+  dist.reduce_scatter %h, %x {op = "sum"}
+}
+)");
+  std::vector<std::vector<float>> big(3, std::vector<float>(7)), h(3, std::vector<float>(2));
+  st = RunRanks(scatter, XyPerRank(big, h));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("x has 7 rows, not 3 ranks x 2"), std::string::npos)
+      << st.message();
+  const Program bcast = MustParse(R"(
+func @f(%x: in tensor<4xf32>, %y: inout tensor<4xf32>) {
+  dist.broadcast %y {root = 2}
+}
+)");
+  std::vector<std::vector<float>> a(2, std::vector<float>(4)), b = a;
+  st = RunRanks(bcast, XyPerRank(a, b));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("root 2 is not a rank of a world of 2"), std::string::npos)
+      << st.message();
+  for (const char* target : {"interp", "cpu"}) {  // alone: root 2 of a world of 1
+    st = ptox::Run(bcast, XyPerRank(a, b)[0], {.target = target});
+    EXPECT_NE(st.message().find("root 2 is not a rank of a world of 1"), std::string::npos)
+        << target << ": " << st.message();
   }
 }
 
@@ -213,6 +336,26 @@ func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>) {
   EXPECT_EQ(st.code(), StatusCode::kUnsupported) << st.message();
   st = RunRanks(prog, {});
   EXPECT_EQ(st.code(), StatusCode::kInvalid) << st.message();
+  // Alone, allgather and reduce_scatter copy x, a broadcast from rank 0 keeps its buffer.
+  const Program others = MustParse(Replace(kOthers, "ROOT", "0"));
+  std::vector<float> x6 = {1, 2, NAN, -0.0f, 5, 6}, g6(6), s6(6), m6(6), b6 = {7, 8, 9, 1, 2, 3};
+  std::vector<int32_t> xi6 = {1, -2, 3, -4, 5, -6}, gi6(6);
+  for (const char* target : {"interp", "cpu"}) {
+    std::fill(g6.begin(), g6.end(), 0.0f), std::fill(s6.begin(), s6.end(), 0.0f);
+    std::fill(m6.begin(), m6.end(), 0.0f), std::fill(gi6.begin(), gi6.end(), 0);
+    auto t = [](auto& v, DType dt) { return Tensor::Contiguous(v.data(), dt, {2, 3}); };
+    st = ptox::Run(others,
+                   {t(x6, DType::kF32), t(xi6, DType::kI32), t(x6, DType::kF32),
+                    t(g6, DType::kF32), t(gi6, DType::kI32), t(s6, DType::kF32),
+                    t(m6, DType::kF32), t(b6, DType::kF32)},
+                   {.target = target});
+    ASSERT_TRUE(st.ok()) << target << ": " << st.message();
+    for (const std::vector<float>* v : {&g6, &s6, &m6}) {
+      for (int i = 0; i < 6; ++i) EXPECT_EQ(Bits((*v)[i]), Bits(x6[i])) << target << " " << i;
+    }
+    EXPECT_EQ(gi6, xi6) << target;
+    EXPECT_EQ(b6, (std::vector<float>{7, 8, 9, 1, 2, 3})) << target;
+  }
   std::vector<float> short_x(3);
   st = RunRanks(prog, {a, {Tensor::Contiguous(short_x.data(), DType::kF32, {3}), a[1]}});
   EXPECT_EQ(st.code(), StatusCode::kInvalid) << st.message();

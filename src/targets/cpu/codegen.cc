@@ -554,6 +554,21 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
   return {};
 }
 
+// A collective on buffers: a task of the runtime's (abi::Runtime::collective).
+void Emitter::Collective(const ir::OpStmt& op, int depth) {
+  const auto it = op.attrs().find("op");
+  const bool max = it != op.attrs().end() && std::get<std::string>(it->second) == "max";
+  const char* kind = op.op() == ir::OpCode::kDistAllgather       ? "kAllgather"
+                     : op.op() == ir::OpCode::kDistReduceScatter ? "kReduceScatter"
+                     : op.op() == ir::OpCode::kDistBroadcast     ? "kBroadcast"
+                                                                 : "kAllreduce";
+  const std::string source = op.args().size() > 1 ? TensorIdOf(op.args()[1].value()) : "-1";
+  Line(depth, fmt::format("{{ const pc::CollectiveDesc c{{pc::CollectiveKind::{}, {}, {}, {}, {}, "
+                          "{}}}; rt->collective(rt->ctx, &c); }}",
+                          kind, TensorIdOf(op.args()[0].value()), source, max ? 1 : 0,
+                          ir::IntAttr(op.attrs(), "root", 0), Where(op, ir::OpName(op.op()))));
+}
+
 // One op: a scalar expression, a store, a view of a matmul operand, or a tile-library call
 // into the result tile (declared first), each followed by an error check where it can fail.
 void Emitter::Op(const ir::OpStmt& op, int depth) {
@@ -565,14 +580,7 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       ir::FamilyOf(op.op()) == ir::OpFamily::kTensorTranspose)
     return View(op, depth);
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
-  if (ir::FamilyOf(op.op()) == ir::OpFamily::kDistCollective) {  // a task of the runtime's
-    const bool max = std::get<std::string>(op.attrs().at("op")) == "max";
-    Line(depth, fmt::format("{{ const pc::CollectiveDesc c{{{}, {}, {}}}; rt->collective(rt->ctx, "
-                            "&c); }}",
-                            TensorIdOf(op.args()[0].value()), max ? 1 : 0,
-                            Where(op, ir::OpName(op.op()))));
-    return;
-  }
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kDistCollective) return Collective(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   const std::string where = Where(op, ir::OpName(op.op()));

@@ -55,6 +55,7 @@ class Emitter {
   void BindTensorRef(int depth, const ir::Value& v, const std::string& ref);
   void If(const ir::IfStmt& s, int depth);
   void Op(const ir::OpStmt& op, int depth);
+  void Collective(const ir::OpStmt& op, int depth);
   std::string ScalarExpr(const ir::OpStmt& op, const std::string& where);
   std::string TileCall(const ir::OpStmt& op, const std::string& r, const std::string& where);
   void Empty(const ir::OpStmt& op, int depth);  // tensor.empty (orchestration only)

@@ -335,45 +335,56 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
 // A collective task's packed arguments (trivially copyable: Submit copies them as bytes).
 struct CollectiveArgs {
   Collectives* collectives;
-  abi::TensorArg t;
-  DType dtype;
-  int64_t op;
-  const char* name;
+  CollectiveCall call;
 };
 
 int RunCollective(const void* packed, abi::ErrorBuf* err) {
   CollectiveArgs a;
   std::memcpy(&a, packed, sizeof a);
-  const std::string e = a.collectives->AllReduce(static_cast<int>(a.op), a.dtype, a.t, a.name);
+  const std::string e = a.collectives->Run(a.call);
   if (e.empty()) return 0;
   err->code = 1;
   std::snprintf(err->message, sizeof err->message, "%s", e.c_str());
   return 1;
 }
 
-// Runtime::collective: a task that reads and writes the whole tensor, and a 1-element tensor of
-// its own that every collective writes, so collectives run in the order the orchestration
-// queued them on every rank (two independent ones could otherwise swap on one rank and pair
-// with the wrong partners).
+// An access to the whole of tensor `id` (an unknown id stays unknown: Submit reports it).
+abi::AccessDesc WholeAccess(const Bridge& b, int64_t id, bool write, abi::TensorArg* t,
+                            DType* dtype) {
+  abi::AccessDesc acc{};
+  acc.tensor = id, acc.write = write;
+  if (!Resolve(b, id, t, dtype, nullptr)) return acc;
+  acc.rank = t->rank, acc.element_bytes = DTypeBytes(*dtype);
+  for (int64_t d = 0; d < t->rank; ++d) acc.hi[d] = t->shape[d];
+  return acc;
+}
+
+// Runtime::collective: a task that writes the whole of its buffer and reads the whole of its
+// source, and a 1-element tensor of its own that every collective writes, so collectives run in
+// the order the orchestration queued them on every rank (two independent ones could otherwise
+// swap on one rank and pair with the wrong partners).
 void Collective(void* ctx, const abi::CollectiveDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
-  if (b.collectives == nullptr) return;  // rank 0 of 1: the reduction of one value is itself
-  abi::TensorArg t{};
-  DType dtype = DType::kF32;
-  const bool known = Resolve(b, desc->tensor, &t, &dtype, nullptr);
+  static SoloCollectives solo;
+  // Alone, an allreduce is its operand: no task.
+  if (b.collectives == nullptr && desc->kind == abi::CollectiveKind::kAllreduce) return;
+  CollectiveArgs args{b.collectives ? b.collectives : &solo, {}};
+  CollectiveCall& call = args.call;
+  call.kind = desc->kind, call.op = static_cast<int>(desc->op);
+  call.root = static_cast<int>(desc->root), call.where = desc->name;
   if (b.order < 0) {
     const abi::AllocDesc order{static_cast<int64_t>(abi::DT::kI32), 4, 1, {1}, "collective order"};
     const abi::TensorArg* unused = nullptr;
     b.order = Alloc(ctx, &order, &unused);
   }
-  abi::AccessDesc acc[2] = {};
-  acc[0].tensor = desc->tensor, acc[0].write = 1, acc[0].rank = known ? t.rank : 0;
-  acc[0].element_bytes = DTypeBytes(dtype);
-  for (int64_t d = 0; d < acc[0].rank; ++d) acc[0].hi[d] = t.shape[d];
+  abi::AccessDesc acc[3] = {};
+  acc[0] = WholeAccess(b, desc->tensor, true, &call.out, &call.dtype);
   acc[1].tensor = b.order, acc[1].write = 1, acc[1].rank = 1, acc[1].hi[0] = 1;
   acc[1].element_bytes = 4;
-  const CollectiveArgs args{b.collectives, t, dtype, desc->op, desc->name};
-  const abi::TaskDesc task{&RunCollective, &args, sizeof args, acc, 2, desc->name, 0};
+  DType source_dtype = call.dtype;
+  const bool source = desc->source >= 0;
+  if (source) acc[2] = WholeAccess(b, desc->source, false, &call.source, &source_dtype);
+  const abi::TaskDesc task{&RunCollective, &args, sizeof args, acc, source ? 3 : 2, desc->name, 0};
   Submit(ctx, &task);
 }
 

@@ -297,6 +297,13 @@ const char kDistributed[] =
     "  %s = tensor.allreduce %x {op = \"sum\"}\n"
     "  tensor.store %s, %y\n"
     "  dist.allreduce %y {op = \"max\"}\n"
+    "}\n"
+    "\n"
+    "func @more(%x: in tensor<{N}x8xf32>, %g: out tensor<{G}x8xf32>, %h: out tensor<{N}x8xf32>, "
+    "%b: inout tensor<3x8xi32>) {\n"
+    "  dist.allgather %g, %x\n"
+    "  dist.reduce_scatter %h, %g {op = \"sum\"}\n"
+    "  dist.broadcast %b {root = 1}\n"
     "}\n";
 
 TEST(ParserRoundTrip, Distributed) { ExpectRoundTrip(kDistributed); }
