@@ -28,6 +28,15 @@ def mesh(x: pl.In["N", 32, pl.f32], s: pl.Out["N", 32, pl.f32], m: pl.InOut["N",
     pl.dist.allreduce(m, op="max")
 
 
+@ptox.jit
+def gather_scatter(x: pl.In["N", 8, pl.f32], big: pl.In["G", 8, pl.f32],
+                   g: pl.Out["G", 8, pl.f32], h: pl.Out["N", 8, pl.f32],
+                   b: pl.InOut["N", 8, pl.f32]):
+    pl.dist.allgather(g, x)
+    pl.dist.reduce_scatter(h, big, op="sum")
+    pl.dist.broadcast(b, root=0)
+
+
 def test_the_text_form_names_the_ops():
     text = mesh.ir()
     for piece in ("dist.rank", "dist.world_size", "tensor.allreduce",
@@ -45,19 +54,41 @@ def test_alone_a_run_is_rank_0_of_1(target):
     np.testing.assert_array_equal(m, x)
 
 
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_alone_allgather_and_reduce_scatter_copy(target):
+    x = np.arange(2 * 8, dtype=np.float32).reshape(2, 8) * np.float32(0.5)
+    big = -x
+    g, h = np.zeros_like(x), np.zeros_like(x)
+    b = x + 1
+    gather_scatter(x, big, g, h, b, target=target)
+    np.testing.assert_array_equal(g, x)
+    np.testing.assert_array_equal(h, big)
+    np.testing.assert_array_equal(b, x + 1)
+    assert "dist.broadcast %b {root = 0}" in gather_scatter.ir()
+
+
 # Each rank writes its own file: mpirun interleaves the ranks' stdout mid-line.
 SCRIPT = textwrap.dedent("""
     import numpy as np, os, sys
     sys.path.insert(0, {tests!r})
-    from test_dist import mesh
+    from test_dist import mesh, gather_scatter
     x = np.full((5, 32), 1e8, dtype=np.float32) + np.arange(32, dtype=np.float32)
+    rank = os.environ["OMPI_COMM_WORLD_RANK"]
+    r = int(rank)
     lines = []
     for target in ("interp", "cpu"):
         s = np.zeros_like(x)
         m = np.zeros_like(x)
         mesh(x, s, m, target=target)
         lines.append(f"{{target}} {{s[0, :4].tolist()}}")
-    rank = os.environ["OMPI_COMM_WORLD_RANK"]
+        # allgather of [r, r], reduce_scatter of rows [10 r, 10 r + 1] (sum: rank 0's + rank 1's),
+        # broadcast of rank 0's [7, 7].
+        xs = np.full((1, 8), r, dtype=np.float32)
+        big = np.full((2, 8), 10 * r, dtype=np.float32) + np.arange(2, dtype=np.float32)[:, None]
+        g, h = np.zeros((2, 8), np.float32), np.zeros((1, 8), np.float32)
+        b = np.full((1, 8), 7 if r == 0 else -1, dtype=np.float32)
+        gather_scatter(xs, big, g, h, b, target=target)
+        lines.append(f"{{target}} {{g[:, 0].tolist()}} {{h[0, 0]}} {{b[0, 0]}}")
     with open(os.path.join({out!r}, "rank" + rank + ".txt"), "w") as f:
         f.write("\\n".join(lines))
 """)
@@ -75,4 +106,6 @@ def test_two_processes_under_mpirun(tmp_path):
     want = ((x + x * np.float32(2)) * np.float32(2)).tolist()  # ranks 0, 1 scaled, then * 2
     for rank in (0, 1):
         got = (tmp_path / f"rank{rank}.txt").read_text().split("\n")
-        assert got == [f"interp {want}", f"cpu {want}"], f"rank {rank}: {got}"
+        others = f"[0.0, 1.0] {10.0 + 2 * rank} 7.0"  # h: rank 0's row `rank` + rank 1's
+        assert got == [f"interp {want}", f"interp {others}", f"cpu {want}", f"cpu {others}"], \
+            f"rank {rank}: {got}"

@@ -128,6 +128,57 @@ TEST_P(MpiRanks, AllreduceMatchesTheSimulatedRanksBitForBit) {
   }
 }
 
+// allgather, reduce_scatter (sum, max) and broadcast from the last rank: each rank's results
+// over MPI against the simulated ranks'.
+TEST_P(MpiRanks, OtherCollectivesMatchTheSimulatedRanksBitForBit) {
+  const RankInfo me = ThisRank();
+  ASSERT_GT(me.world_size, 1);
+  const auto [dt, target] = GetParam();
+  const char* name = dt == DType::kF32 ? "f32" : dt == DType::kBF16 ? "bf16" : "f16";
+  const int w = me.world_size;
+  Result<Program> prog = Program::Parse(Replace(Replace(R"(
+func @f(%x: in tensor<{N}x{M}xDT>, %big: in tensor<{G}x{M}xDT>, %g: out tensor<{G}x{M}xDT>,
+        %s: out tensor<{N}x{M}xDT>, %m: out tensor<{N}x{M}xDT>, %b: inout tensor<{N}x{M}xDT>) {
+  dist.allgather %g, %x
+  dist.reduce_scatter %s, %big {op = "sum"}
+  dist.reduce_scatter %m, %big {op = "max"}
+  dist.broadcast %b {root = ROOT}
+}
+)", "DT", name), "ROOT", std::to_string(w - 1)), "others.pto");
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {0, 4}, {64, 65}, {150, 65}}) {
+    SCOPED_TRACE(std::string(name) + " " + std::to_string(n) + "x" + std::to_string(m));
+    const int64_t e = n * m;
+    // Per rank: x, big, g, s, m, b (the simulated run's), and b's input.
+    std::vector<std::vector<Buf>> bufs(w);
+    for (int r = 0; r < w; ++r) {
+      for (int64_t size : {e, w * e, w * e, e, e, e}) bufs[r].emplace_back(dt, size);
+      Fill(bufs[r][0], r, Input(r, e));
+      Fill(bufs[r][1], r, Input(r + 7, w * e));
+      Fill(bufs[r][5], r, Input(r + 3, e));
+    }
+    auto args = [&](std::vector<Buf>& b) {
+      std::vector<Arg> a;
+      for (size_t k = 0; k < b.size(); ++k)
+        a.push_back(Tensor::Contiguous(b[k].data(), dt, {k == 1 || k == 2 ? w * n : n, m}));
+      return a;
+    };
+    std::vector<Buf> mine = bufs[me.rank];  // copies: this rank's inputs for the MPI run
+    std::vector<std::vector<Arg>> all;
+    for (int r = 0; r < w; ++r) all.push_back(args(bufs[r]));
+    Status st = RunRanks(*prog, all);
+    ASSERT_TRUE(st.ok()) << st.message();
+    st = ptox::Run(*prog, args(mine), {.target = target});
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (size_t k = 2; k < 6; ++k) {
+      EXPECT_EQ(mine[k].w, bufs[me.rank][k].w) << "output " << k;
+      EXPECT_EQ(mine[k].h, bufs[me.rank][k].h) << "output " << k;
+    }
+    EXPECT_EQ(mine[5].w, bufs[w - 1][5].w);  // broadcast: the last rank's input everywhere
+    EXPECT_EQ(mine[5].h, bufs[w - 1][5].h);
+  }
+}
+
 // dist.allreduce in place on an inout parameter passed as a strided view (every other column of
 // a wider buffer): the CPU target reduces through a contiguous copy and leaves the other columns
 // alone; the interpreter reduces in place. Both give the simulated ranks' bits.
@@ -164,6 +215,50 @@ func @f(%y: inout tensor<5x7xf32>) {
   }
   const std::vector<float> untouched = input(me.rank);
   EXPECT_EQ(sim[me.rank][1], untouched[1]);  // an odd column is not part of the view
+}
+
+// allgather into a strided view (every other column of a wider buffer) from a strided x, and
+// reduce_scatter of a strided x: through contiguous copies on the CPU target, in place on the
+// interpreter; both give the simulated ranks' bits and leave the other columns alone.
+TEST(MpiRanksInPlace, StridedAllgatherAndReduceScatter) {
+  const RankInfo me = ThisRank();
+  ASSERT_GT(me.world_size, 1);
+  const int64_t w = me.world_size;
+  Result<Program> prog = Program::Parse(R"(
+func @f(%x: in tensor<{N}x3xf32>, %g: out tensor<{G}x3xf32>, %h: out tensor<{H}x3xf32>) {
+  dist.allgather %g, %x
+  dist.reduce_scatter %h, %x {op = "sum"}
+}
+)", "strided.pto");
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  const int64_t n = 2 * w;  // x's rows: h gets 2 of them
+  auto view = [](std::vector<float>& b, int64_t rows) {
+    Tensor t = Tensor::Contiguous(b.data(), DType::kF32, {rows, 3});
+    t.strides = {6, 2};
+    return Arg(t);
+  };
+  auto inputs = [&](int r) {
+    std::vector<std::vector<float>> v = {std::vector<float>(n * 6), std::vector<float>(w * n * 6),
+                                         std::vector<float>(2 * 6)};
+    for (auto& b : v)
+      for (size_t i = 0; i < b.size(); ++i) b[i] = (r % 2 ? 1.0f : 3e7f) * float(i % 13) + r;
+    return v;
+  };
+  std::vector<std::vector<std::vector<float>>> sim;
+  std::vector<std::vector<Arg>> all;
+  for (int r = 0; r < w; ++r) sim.push_back(inputs(r));
+  for (int r = 0; r < w; ++r)
+    all.push_back({view(sim[r][0], n), view(sim[r][1], w * n), view(sim[r][2], 2)});
+  Status st = RunRanks(*prog, all);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const char* target : {"interp", "cpu"}) {
+    std::vector<std::vector<float>> mine = inputs(me.rank);
+    st = ptox::Run(*prog, {view(mine[0], n), view(mine[1], w * n), view(mine[2], 2)},
+                   {.target = target});
+    ASSERT_TRUE(st.ok()) << target << ": " << st.message();
+    EXPECT_EQ(mine, sim[me.rank]) << target;
+  }
+  EXPECT_EQ(sim[me.rank][1][1], inputs(me.rank)[1][1]);  // an odd column is not in the view
 }
 
 INSTANTIATE_TEST_SUITE_P(
