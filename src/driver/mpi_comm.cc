@@ -25,20 +25,31 @@ std::vector<interp::Dense> MpiComm::Gather(const interp::Dense& x, const std::st
 
 namespace {
 
+// The f32 folds, built for each x86 vector width (the rest of this library targets the baseline
+// ISA): at 1 MB on 2 ranks a fold is a tenth of the collective. `out` may be `a` or `b`, element
+// for element, so no iteration depends on another.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PTOX_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PTOX_VECTOR_CLONES
+#endif
+PTOX_VECTOR_CLONES void AddF32(float* o, const float* a, const float* b, int64_t n) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) o[i] = scalar::Add(a[i], b[i]);
+}
+PTOX_VECTOR_CLONES void MaxF32(float* o, const float* a, const float* b, int64_t n) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) o[i] = scalar::Max(a[i], b[i]);
+}
+
 // out = a op b elementwise with the interpreter's element functions: f32 through
 // kernels/scalar.h's Add / Max (the functions interp::FloatBinary calls), bf16 / f16 widened,
 // combined and rounded as interp::Binary does.
 dist::World::Fold FoldFor(int op, DType dt) {
   return [op, dt](void* out, const void* x, const void* y, int64_t count) {
     if (dt == DType::kF32) {
-      float* o = static_cast<float*>(out);
-      const float* a = static_cast<const float*>(x);
-      const float* b = static_cast<const float*>(y);
-      if (op == 1) {
-        for (int64_t i = 0; i < count; ++i) o[i] = scalar::Max(a[i], b[i]);
-      } else {
-        for (int64_t i = 0; i < count; ++i) o[i] = scalar::Add(a[i], b[i]);
-      }
+      (op == 1 ? MaxF32 : AddF32)(static_cast<float*>(out), static_cast<const float*>(x),
+                                  static_cast<const float*>(y), count);
       return;
     }
     const int bytes = DTypeBytes(dt);
