@@ -23,6 +23,11 @@ int LauncherSize() {
   return std::getenv("PMIX_RANK") ? 1 : 0;
 }
 
+#ifdef PTOX_WITH_MPI
+// More ranks on this machine than cores (set by World()): waits yield the core at once.
+bool oversubscribed = false;
+#endif
+
 }  // namespace
 
 World& World::Get() {
@@ -55,6 +60,14 @@ World::World() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   // Errors come back as codes (checked below), not as MPI's own abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+      MPI_SUCCESS) {
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+  }
+  // Not the affinity mask: a launcher may bind each rank to one core.
+  oversubscribed = local_size_ > static_cast<int>(std::thread::hardware_concurrency());
 #else
   if (LauncherSize() > 1) {
     std::fprintf(stderr,
@@ -93,11 +106,12 @@ std::mutex& MpiMutex() {  // MPI_THREAD_SERIALIZED: one thread in MPI at a time
   return mu;
 }
 
-// Between two tests of a wait that began at `start`: nothing for 20 us (short collectives), then
-// yielding the core for 50 ms (more ranks than cores: the rank it waits for may need it; sleeping
-// instead made 4 ranks on 2 cores 10x slower than MPI's own waits), then sleeping 1 ms.
+// Between two tests of a wait that began at `start`: nothing for 20 us (short collectives; unless
+// oversubscribed), then yielding the core for 50 ms (more ranks than cores: the rank it waits for
+// may need it; sleeping instead made 4 ranks on 2 cores 10x slower than MPI's own waits), then
+// sleeping 1 ms.
 void Pause(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point now) {
-  if (now - start < std::chrono::microseconds(20)) return;
+  if (!oversubscribed && now - start < std::chrono::microseconds(20)) return;
   if (now - start < std::chrono::milliseconds(50)) return std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
@@ -136,8 +150,9 @@ int Count(size_t bytes, const std::string& where) {
 
 constexpr int kDesc = 256;  // bytes of an operand's description: "sig\0where"
 constexpr int kTag = 1;
-// Payload pieces: the first travels behind the description, in one message of at most 3840
-// bytes; up to kSplitBytes the rest goes in pieces of kPiece bytes, above it in one message.
+// Payload pieces: up to kSplitBytes, the first travels behind the description, in one message
+// of at most 3840 bytes, and the rest in pieces of kPiece bytes; above it the description goes
+// alone and the payload in one message, from the caller's (aligned) memory.
 // Why: OpenMPI's shared-memory transport sends messages up to 4 KB (header included) eagerly and
 // larger ones by rendezvous, which cost 2.5 us more here at 4 KB (a 4096-byte exchange took
 // 3.1 us, a 3840-byte one 1.1 us).
@@ -146,46 +161,44 @@ constexpr size_t kSplitBytes = size_t{32} << 10;
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent.
 std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes) {
+  if (bytes > kSplitBytes) return {{0, 0}, {0, bytes}};
   std::vector<std::pair<size_t, size_t>> out = {{0, std::min(bytes, kPiece)}};
-  while (out.back().second < bytes) {
-    const size_t at = out.back().second;
-    out.push_back({at, bytes <= kSplitBytes ? std::min(bytes, at + kPiece) : bytes});
-  }
+  while (out.back().second < bytes)
+    out.push_back({out.back().second, std::min(bytes, out.back().second + kPiece)});
   return out;
 }
 
 }  // namespace
 
-// Every other rank's payload (`bytes`) into slot r * bytes of `recv` (this rank's slot
-// untouched), and its description. Each rank sends every peer its description with the
-// payload's first piece in one message, then the other pieces (from `data`, no copy), all at
-// once: one round, which short collectives need. The first message is received once a probe has
-// seen its size, and the other pieces only after its description matched, so a payload of
-// another size never lands in a slot: a mismatch is an error on every rank, and the descriptions
-// name both sides.
-void World::Exchange(const std::string& sig, const std::string& where, const void* data,
-                     size_t bytes, char* recv, std::chrono::steady_clock::time_point deadline,
-                     int64_t timeout_ms) {
-  const std::vector<std::pair<size_t, size_t>> pieces = Pieces(bytes);
-  const size_t first = pieces[0].second;
-  std::vector<char> head(kDesc + first);  // the description, then the first piece
+// Each rank sends every peer its description with the first piece of what it sends that peer in
+// one message, then the other pieces (from the caller's memory, no copy), all at once: one round,
+// which short collectives need. A peer's first message is received once a probe has seen its
+// size, and the other pieces only after its description matched, so values of another size never
+// land in a buffer: a mismatch is an error on every rank, and the descriptions name both sides.
+void World::Exchange(const std::string& sig, const std::string& where,
+                     const std::vector<Peer>& peers, std::chrono::steady_clock::time_point deadline,
+                     int64_t timeout_ms, const std::function<void()>& meanwhile) {
   const std::string desc = sig + '\0' + where;
-  std::memcpy(head.data(), desc.data(), std::min<size_t>(desc.size(), kDesc - 1));
-  if (first) std::memcpy(head.data() + kDesc, data, first);
-  const int head_count = Count(head.size(), where);
+  std::vector<std::vector<char>> heads(size_);  // to each peer: the description, the first piece
   std::vector<MPI_Request> reqs;
   std::vector<int> pending;  // peers whose first message has not come
   {
     std::lock_guard<std::mutex> lock(MpiMutex());
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
+      const Peer& p = peers[r];
+      const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.send_bytes);
+      std::vector<char>& head = heads[r];
+      head.assign(kDesc + pieces[0].second, '\0');
+      std::memcpy(head.data(), desc.data(), std::min<size_t>(desc.size(), kDesc - 1));
+      if (pieces[0].second) std::memcpy(head.data() + kDesc, p.send, pieces[0].second);
       reqs.emplace_back();
-      PTOX_RUNTIME_CHECK(MPI_Isend(head.data(), head_count, MPI_BYTE, r, kTag, MPI_COMM_WORLD,
-                                   &reqs.back()) == MPI_SUCCESS)
+      PTOX_RUNTIME_CHECK(MPI_Isend(head.data(), Count(head.size(), where), MPI_BYTE, r, kTag,
+                                   MPI_COMM_WORLD, &reqs.back()) == MPI_SUCCESS)
           << where << ": MPI_Isend failed";
       for (size_t k = 1; k < pieces.size(); ++k) {
         reqs.emplace_back();
-        PTOX_RUNTIME_CHECK(MPI_Isend(static_cast<const char*>(data) + pieces[k].first,
+        PTOX_RUNTIME_CHECK(MPI_Isend(p.send + pieces[k].first,
                                      Count(pieces[k].second - pieces[k].first, where), MPI_BYTE,
                                      r, kTag, MPI_COMM_WORLD, &reqs.back()) == MPI_SUCCESS)
             << where << ": MPI_Isend failed";
@@ -193,7 +206,8 @@ void World::Exchange(const std::string& sig, const std::string& where, const voi
       pending.push_back(r);
     }
   }
-  std::vector<char> got_head;
+  if (meanwhile) meanwhile();
+  std::vector<char> got;
   std::string mismatch;
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
@@ -213,26 +227,26 @@ void World::Exchange(const std::string& sig, const std::string& where, const voi
         }
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        got_head.assign(std::max(count, kDesc), '\0');
-        PTOX_RUNTIME_CHECK(MPI_Mrecv(got_head.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) ==
+        got.assign(std::max(count, kDesc), '\0');
+        PTOX_RUNTIME_CHECK(MPI_Mrecv(got.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) ==
                            MPI_SUCCESS)
             << where << ": MPI_Mrecv failed";
-        const char* d = got_head.data();
-        const std::string other_sig(d, strnlen(d, kDesc));
-        const char* w = d + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
-        const std::string other_where(w, strnlen(w, kDesc - (w - d)));
-        if (other_sig != sig || count != head_count) {
+        const Peer& p = peers[r];
+        const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.recv_bytes);
+        const std::string other_sig(got.data(), strnlen(got.data(), kDesc));
+        const char* w = got.data() + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
+        const std::string other_where(w, strnlen(w, kDesc - (w - got.data())));
+        if (other_sig != sig || static_cast<size_t>(count) != kDesc + pieces[0].second) {
           mismatch = "collective mismatch: rank " + std::to_string(rank_) + " passed " + sig +
                      " to " + where + ", rank " + std::to_string(r) + " " + other_sig + " to " +
                      other_where;
           break;
         }
-        char* slot = recv + static_cast<size_t>(r) * bytes;
-        if (first) std::memcpy(slot, got_head.data() + kDesc, first);
-        for (size_t p = 1; p < pieces.size(); ++p) {
+        if (pieces[0].second) std::memcpy(p.recv, got.data() + kDesc, pieces[0].second);
+        for (size_t q = 1; q < pieces.size(); ++q) {
           reqs.emplace_back();
-          PTOX_RUNTIME_CHECK(MPI_Irecv(slot + pieces[p].first,
-                                       Count(pieces[p].second - pieces[p].first, where), MPI_BYTE,
+          PTOX_RUNTIME_CHECK(MPI_Irecv(p.recv + pieces[q].first,
+                                       Count(pieces[q].second - pieces[q].first, where), MPI_BYTE,
                                        r, kTag, MPI_COMM_WORLD, &reqs.back()) == MPI_SUCCESS)
               << where << ": MPI_Irecv failed";
         }
@@ -254,18 +268,11 @@ void World::Exchange(const std::string& sig, const std::string& where, const voi
     Pause(start, now);
   }
 }
-#endif
 
-#ifdef PTOX_WITH_MPI
 namespace {
 
 std::chrono::steady_clock::time_point Deadline(int64_t timeout_ms) {
   return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-}
-
-std::string Late(const std::string& where, int rank, int64_t timeout_ms) {
-  return where + " on rank " + std::to_string(rank) + ": the collective did not finish within " +
-         std::to_string(timeout_ms) + " ms";
 }
 
 }  // namespace
@@ -277,43 +284,39 @@ char* World::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
-void World::ScatterFold(const std::string& where, const char* data, const std::vector<int>& counts,
-                        const std::vector<int>& displs, int elem_bytes, char* out,
-                        const Fold& fold, std::chrono::steady_clock::time_point deadline,
-                        const std::string& late) {
-  // This rank's own chunk is folded where it lies (a copy through MPI cost 20 us of 107 at 1 MB
-  // on 2 ranks), unless `out` overlaps it and other ranks' chunks come first.
-  const int mine = counts[rank_];
-  const char* const own = data + displs[rank_];
-  std::vector<int> send_counts = counts, recv_counts(size_, mine), recv_displs(size_);
-  send_counts[rank_] = recv_counts[rank_] = 0;
-  for (int r = 0; r < size_; ++r) recv_displs[r] = r * mine;
-  char* const chunks = Scratch(static_cast<size_t>(mine) * size_);
-  Complete(
-      [&](MPI_Request* req) {
-        return MPI_Ialltoallv(data, send_counts.data(), displs.data(), MPI_BYTE, chunks,
-                              recv_counts.data(), recv_displs.data(), MPI_BYTE, MPI_COMM_WORLD,
-                              req);
-      },
-      where, deadline, late);
-  const bool copy_own = rank_ >= 2 && out < own + mine && own < out + mine;
-  if (copy_own && mine) std::memcpy(chunks + static_cast<size_t>(rank_) * mine, own, mine);
-  auto values = [&](int r) {
-    return r == rank_ && !copy_own ? own : chunks + static_cast<size_t>(r) * mine;
-  };
-  const int64_t k = mine / elem_bytes;
-  fold(out, values(0), values(1), k);
-  for (int r = 2; r < size_; ++r) fold(out, out, values(r), k);
+void World::ScatterFold(const std::string& sig, const std::string& where, const char* data,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        int elem_bytes, char* out, const Fold& fold,
+                        std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
+  const size_t mine = counts[rank_];
+  char* const chunks = Scratch(mine * size_);
+  std::vector<Peer> peers(size_);
+  for (int r = 0; r < size_; ++r) peers[r] = {data + displs[r], counts[r], chunks + r * mine, mine};
+  Exchange(sig, where, peers, deadline, timeout_ms);
+  // This rank's own chunk is folded where it lies (a copy cost 20 us of 107 at 1 MB on 2 ranks).
+  std::vector<const void*> values(size_);
+  for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? data + displs[r] : chunks + r * mine;
+  fold(out, values.data(), size_, static_cast<int64_t>(mine) / elem_bytes);
 }
 #endif
 
 void World::AllGather(const std::string& sig, const std::string& where, const void* data,
                       size_t bytes, void* out, int64_t timeout_ms) {
   char* const o = static_cast<char*>(out);
-  if (bytes) std::memmove(o + rank_ * bytes, data, bytes);
-  if (size_ == 1) return;
+  char* const own = o + rank_ * bytes;
+  const char* const x = static_cast<const char*>(data);
+  auto copy_own = [&] {
+    if (bytes) std::memmove(own, x, bytes);
+  };
+  if (size_ == 1) return copy_own();
 #ifdef PTOX_WITH_MPI
-  Exchange(sig, where, o + rank_ * bytes, bytes, o, Deadline(timeout_ms), timeout_ms);
+  // The own slot is filled while the messages travel, unless it overlaps the values sent.
+  const bool overlap = x < own + bytes && own < x + bytes;
+  if (overlap) copy_own();
+  std::vector<Peer> peers(size_);
+  for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
+  Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
+           overlap ? std::function<void()>() : copy_own);
 #else
   (void)sig, (void)where, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
@@ -325,13 +328,13 @@ void World::Broadcast(const std::string& sig, const std::string& where, void* da
   if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
   const auto deadline = Deadline(timeout_ms);
-  Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
+  Exchange(sig, where, std::vector<Peer>(size_), deadline, timeout_ms);  // descriptions only
   const int count = Count(bytes, where);
-  Complete(
-      [&](MPI_Request* req) {
-        return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
-      },
-      where, deadline, Late(where, rank_, timeout_ms));
+  Complete([&](MPI_Request* req) {
+    return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
+  }, where, deadline, where + " on rank " + std::to_string(rank_) +
+                          ": the broadcast did not finish within " + std::to_string(timeout_ms) +
+                          " ms");
 #else
   (void)sig, (void)where, (void)data, (void)bytes, (void)root, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
@@ -343,17 +346,15 @@ void World::ReduceScatter(const std::string& sig, const std::string& where, cons
                           int64_t timeout_ms) {
   const size_t chunk = static_cast<size_t>(n) * elem_bytes;
   if (size_ == 1) {
-    if (chunk) std::memcpy(out, data, chunk);
+    if (chunk) std::memmove(out, data, chunk);
     return;
   }
 #ifdef PTOX_WITH_MPI
-  const auto deadline = Deadline(timeout_ms);
   std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
-  std::vector<int> counts(size_, Count(chunk, where)), displs(size_);
-  for (int c = 0; c < size_; ++c) displs[c] = Count(chunk * c, where);
-  ScatterFold(where, static_cast<const char*>(data), counts, displs, elem_bytes,
-              static_cast<char*>(out), fold, deadline, Late(where, rank_, timeout_ms));
+  std::vector<size_t> counts(size_, chunk), displs(size_);
+  for (int c = 0; c < size_; ++c) displs[c] = chunk * c;
+  ScatterFold(sig, where, static_cast<const char*>(data), counts, displs, elem_bytes,
+              static_cast<char*>(out), fold, Deadline(timeout_ms), timeout_ms);
 #else
   (void)sig, (void)where, (void)fold, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
@@ -368,37 +369,29 @@ void World::AllReduce(const std::string& sig, const std::string& where, void* da
   const size_t bytes = static_cast<size_t>(n) * elem_bytes;
   char* const base = static_cast<char*>(data);
   std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  // Two ranks, or small messages: every rank gets every rank's values in one round and folds all
-  // of them (for two ranks these are a ring allreduce's bytes).
-  if (bytes <= (size_t{64} << 10)) {
+  // Small messages: every rank gets every rank's values in one round and folds all of them.
+  if (bytes * (size_ - 1) <= (size_t{64} << 10)) {
     char* const all = Scratch(bytes * size_);
-    Exchange(sig, where, base, bytes, all, deadline, timeout_ms);
-    // Its own values in place, unless they are read after `base` starts holding the fold.
-    const bool copy_own = rank_ >= 2;
-    if (copy_own) std::memcpy(all + rank_ * bytes, base, bytes);
-    auto values = [&](int r) { return r == rank_ && !copy_own ? base : all + r * bytes; };
-    fold(base, values(0), values(1), n);
-    for (int r = 2; r < size_; ++r) fold(base, base, values(r), n);
+    std::vector<Peer> peers(size_);
+    for (int r = 0; r < size_; ++r) peers[r] = {base, bytes, all + r * bytes, bytes};
+    Exchange(sig, where, peers, deadline, timeout_ms);
+    std::vector<const void*> values(size_);
+    for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? base : all + r * bytes;
+    fold(base, values.data(), size_, n);
     return;
   }
-  // Larger messages on more ranks: rank c owns elements [lo(c), lo(c + 1)); every rank sends it
-  // that chunk (all-to-all), it folds them in rank order, and every rank gathers the folded
-  // chunks: 2 (p - 1) / p of the data per rank, as a ring allreduce moves.
-  Exchange(sig, where, nullptr, 0, nullptr, deadline, timeout_ms);  // the descriptions only
-  auto lo = [&](int c) { return n * c / size_; };
-  std::vector<int> counts(size_), displs(size_);
-  for (int c = 0; c < size_; ++c) {
-    counts[c] = Count(static_cast<size_t>(lo(c + 1) - lo(c)) * elem_bytes, where);
-    displs[c] = Count(static_cast<size_t>(lo(c)) * elem_bytes, where);
-  }
-  const std::string late = Late(where, rank_, timeout_ms);
-  ScatterFold(where, base, counts, displs, elem_bytes, base + displs[rank_], fold, deadline, late);
-  Complete(
-      [&](MPI_Request* req) {
-        return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, base, counts.data(), displs.data(),
-                               MPI_BYTE, MPI_COMM_WORLD, req);
-      },
-      where, deadline, late);
+  // Larger ones: rank c owns elements [lo(c), lo(c + 1)); every rank sends it that chunk, it
+  // folds them in rank order, and sends the folded chunk to every rank: 2 (p - 1) / p of the
+  // data per rank, as a ring allreduce moves, in two rounds.
+  auto lo = [&](int c) { return static_cast<size_t>(n * c / size_) * elem_bytes; };
+  std::vector<size_t> counts(size_), displs(size_);
+  for (int c = 0; c < size_; ++c) counts[c] = lo(c + 1) - lo(c), displs[c] = lo(c);
+  char* const folded = base + displs[rank_];
+  ScatterFold(sig, where, base, counts, displs, elem_bytes, folded, fold, deadline, timeout_ms);
+  std::vector<Peer> peers(size_);
+  for (int r = 0; r < size_; ++r)
+    peers[r] = {folded, counts[rank_], base + displs[r], counts[r]};
+  Exchange(sig, where, peers, deadline, timeout_ms);
 #else
   (void)sig, (void)where, (void)data, (void)n, (void)elem_bytes, (void)fold, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";

@@ -22,6 +22,7 @@ class World {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  int local_size() const { return local_size_; }  // the ranks on this machine, this one included
 
   // Every rank's `bytes` bytes at `data` into `out`, rank r's at out + r * bytes. `sig` describes
   // the operand (dtype and shape) and must be the same on every rank; `where` names the op.
@@ -36,23 +37,24 @@ class World {
                  int root, int64_t timeout_ms);
 
   // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
-  // bits of a sequential fold in rank order (`fold(out, a, b, count)`: out = a op b elementwise;
-  // out may be a or b). Two ranks or small messages: one exchange of every rank's values; else
-  // rank c gets the c-th chunk from every rank (an all-to-all), folds it, and every rank gathers
-  // the folded chunks. Either way the bytes of a ring allreduce for two ranks, 2 (p - 1) / p of
-  // the data per rank for more. `sig` and `where` as for AllGather.
-  using Fold = std::function<void(void* out, const void* a, const void* b, int64_t count)>;
+  // bits of a sequential fold in rank order: `fold(out, values, count, n)` sets out[i] to
+  // (values[0][i] op values[1][i]) op ... op values[count - 1][i], rounded after each op; out may
+  // be one of the values. Up to 64 KB to every peer: one exchange of every rank's values;
+  // larger: rank c gets the c-th chunk from every rank, folds it, and sends it to every rank
+  // (2 (p - 1) / p of the data per rank, as a ring allreduce moves). `sig` and `where` as for
+  // AllGather.
+  using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
   void AllReduce(const std::string& sig, const std::string& where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
 
   // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded in rank order
   // into the n elements at `out` (which may not overlap `data`). `fold`, `sig` and `where` as for
   // AllReduce.
-  void ReduceScatter(const std::string& sig, const std::string& where, const void* data,
-                     int64_t n, int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
+  void ReduceScatter(const std::string& sig, const std::string& where, const void* data, int64_t n,
+                     int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
 
-  // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code` (MPI_Abort):
-  // a rank that fails must not leave the others waiting in a collective.
+  // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code`
+  // (MPI_Abort): a rank that fails must not leave the others waiting in a collective.
   [[noreturn]] void Abort(const std::string& message, int code);
 
   // The default wait of a collective: PTOX_DIST_TIMEOUT_MS, else 60 s.
@@ -62,15 +64,28 @@ class World {
 
  private:
   World();
-  void Exchange(const std::string& sig, const std::string& where, const void* data, size_t bytes,
-                char* recv, std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
-  // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` (an all-to-all)
-  // and folds them in rank order into `out`; counts[c] is a multiple of elem_bytes.
-  void ScatterFold(const std::string& where, const char* data, const std::vector<int>& counts,
-                   const std::vector<int>& displs, int elem_bytes, char* out, const Fold& fold,
-                   std::chrono::steady_clock::time_point deadline, const std::string& late);
+  // What this rank sends one peer in an Exchange, and where what that peer sends it goes.
+  struct Peer {
+    const char* send = nullptr;
+    size_t send_bytes = 0;
+    char* recv = nullptr;
+    size_t recv_bytes = 0;
+  };
+  // One round in which every rank sends every other rank r peers[r].send_bytes bytes and
+  // receives what r sends it into peers[r].recv (peers[rank()] is not used), with the operands'
+  // descriptions (`sig`, `where`) checked: a mismatch, or a peer that does not come by
+  // `deadline`, is an error. `meanwhile`, when set, runs once the sends are posted.
+  void Exchange(const std::string& sig, const std::string& where, const std::vector<Peer>& peers,
+                std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
+                const std::function<void()>& meanwhile = {});
+  // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` and folds them in
+  // rank order into `out` (counts[c] a multiple of elem_bytes). Under scratch_mu_.
+  void ScatterFold(const std::string& sig, const std::string& where, const char* data,
+                   const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                   int elem_bytes, char* out, const Fold& fold,
+                   std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   char* Scratch(size_t bytes);  // scratch_, at least `bytes` (under scratch_mu_)
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
   std::mutex scratch_mu_;
   std::vector<char> scratch_;  // what the other ranks sent (under scratch_mu_)

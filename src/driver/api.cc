@@ -1,4 +1,6 @@
 // The public API (ptox/ptox.h): the one place where compiler exceptions become Status.
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -350,6 +352,13 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     static driver::MpiCollectives collectives(dist::World::Get());
     if (mpi.size() > 1 && target.compiled()) ctx.collectives = &collectives;
     if (mpi.size() > 1 && !target.compiled()) ctx.comm = &mpi;
+    // Ranks on one machine share its cores: unless told otherwise, each gets its share of worker
+    // threads (4 ranks on 2 cores with 2 workers each ran collectives at 0.6-0.9x raw MPI's
+    // speed, at 0.8-1.07x with 1).
+    if (const int local = dist::World::Get().local_size();
+        ctx.threads == 0 && local > 1 && std::getenv("PTOX_NUM_THREADS") == nullptr)
+      ctx.threads = std::max(
+          1, std::min(DefaultThreads(), static_cast<int>(std::thread::hardware_concurrency()) / local));
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);
