@@ -32,10 +32,39 @@ from .profile import profile  # noqa: E402
 from . import lang  # noqa: E402
 
 __all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "build_manifest",
-           "cache_dir",
+           "cache_dir", "rank", "world_size",
            "lang", "profile",
            "Error", "InvalidError", "CompileError", "ShapeError", "UnsupportedError",
            "ToolchainError", "KernelError", "CheckError", "InternalError", "__version__"]
+
+
+def _end_every_rank_on_uncaught_exceptions():
+    """Under an MPI launcher (`mpirun -np N python ...`), an exception that ends this rank ends
+    every rank, as `ptox run` does: the others would otherwise wait in their next collective
+    until its timeout (docs/distributed.md)."""
+    if not any(_os.environ.get(v) for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")):
+        return
+    import sys
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)  # the traceback first
+        _core.abort_run(f"uncaught {kind.__name__}: {value}", 1)
+
+    sys.excepthook = hook
+
+
+_end_every_rank_on_uncaught_exceptions()
+
+
+def rank():
+    """This process's rank in a distributed run (0 alone; under mpirun, MPI starts here)."""
+    return _core.rank_info()[0]
+
+
+def world_size():
+    """The ranks of the distributed run this process is part of (1 alone)."""
+    return _core.rank_info()[1]
 
 
 def available_targets():

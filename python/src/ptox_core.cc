@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ptox/bandwidth.h"
+#include "ptox/dist.h"
 #include "ptox/fma_peak.h"
 #include "ptox/manifest.h"
 #include "ptox/ptox.h"
@@ -294,6 +295,13 @@ NB_MODULE(_core, m) {
     recording.reset();
     return std::make_pair(ptox::ChromeTraceJson(tasks), ptox::ProfileTable(tasks));
   });
+  // A distributed run's rank (docs/distributed.md): initializes MPI under a launcher.
+  m.def("rank_info", [] {
+    const ptox::RankInfo r = ptox::ThisRank();
+    return std::make_pair(r.rank, r.world_size);
+  });
+  // "ptox: rank K: message" on stderr, then every rank of the run ends with `code`.
+  m.def("abort_run", [](const std::string& message, int code) { ptox::AbortRun(message, code); });
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
   m.def("cache_dir", &ptox::CacheDir);

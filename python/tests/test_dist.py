@@ -109,3 +109,30 @@ def test_two_processes_under_mpirun(tmp_path):
         others = f"[0.0, 1.0] {10.0 + 2 * rank} 7.0"  # h: rank 0's row `rank` + rank 1's
         assert got == [f"interp {want}", f"interp {others}", f"cpu {want}", f"cpu {others}"], \
             f"rank {rank}: {got}"
+
+
+# Rank 1 raises before the allreduce rank 0 waits in: every rank ends within seconds, not after
+# the 60 s timeout, and the error names rank 1.
+FAILING = textwrap.dedent("""
+    import numpy as np, ptox, sys
+    sys.path.insert(0, {tests!r})
+    from test_dist import mesh
+    if ptox.rank() == 1:
+        raise ValueError("rank one gives up")
+    x = np.ones((2, 32), np.float32)
+    mesh(x, np.zeros_like(x), np.zeros_like(x), target="cpu")
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
+def test_an_exception_on_one_rank_ends_every_rank(tmp_path):
+    import time
+    script = tmp_path / "fail.py"
+    script.write_text(FAILING.format(tests=os.path.dirname(__file__)))
+    start = time.monotonic()
+    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                          sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    assert out.returncode != 0
+    assert time.monotonic() - start < 40, "the other rank waited for its timeout"
+    assert "ptox: rank 1: uncaught ValueError: rank one gives up" in out.stderr, out.stderr
