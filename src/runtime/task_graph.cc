@@ -451,8 +451,12 @@ void Executor::RunReady() {
     std::pair<Graph*, Graph::Node*> item;
     {
       std::lock_guard<SpinLock> lock(mu_);
-      if (ready_.empty()) return;
-      item = PopReady();
+      auto it = std::find_if(ready_.begin(), ready_.end(),
+                             [](const auto& r) { return !r.second->task.waits_outside; });
+      if (it == ready_.end()) return;
+      item = *it;
+      ready_.erase(it);
+      ready_count_.store(ready_.size(), std::memory_order_release);
     }
     Run(item, me);
   }

@@ -55,6 +55,10 @@ struct Task {
   // of the kernel library); not copied per task.
   const char* name = "";
   int64_t flops = 0;  // estimated floating-point operations (profiles)
+  // The task waits for something outside the graph (a collective waits for other processes):
+  // the thread submitting the graph leaves it to the workers or to its wait at the end, so that
+  // the submission, and the tasks it feeds the workers, go on beside it.
+  bool waits_outside = false;
 };
 
 class Executor;
@@ -151,7 +155,8 @@ class Executor {
   // The calling thread runs ready tasks (of any graph) until `graph` has at most `limit` tasks
   // in flight.
   void RunUntil(Graph* graph, int64_t limit);
-  // The calling thread runs ready tasks (of any graph) until there are none.
+  // The calling thread (submitting) runs ready tasks (of any graph) until there are none but
+  // tasks that wait outside the graph.
   void RunReady();
   // Wakes threads sleeping in RunUntil (a graph drained or its window opened).
   void Wake();

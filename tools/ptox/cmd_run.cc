@@ -22,6 +22,17 @@
 namespace ptox::cli {
 namespace {
 
+// In a distributed run each rank writes its own file: "trace.json" is "trace.rank1.json" on
+// rank 1 (docs/distributed.md).
+std::string RankPath(const std::string& path) {
+  const RankInfo me = ThisRank();
+  if (me.world_size == 1) return path;
+  const size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+  return path.substr(0, dot) + ".rank" + std::to_string(me.rank) + path.substr(dot);
+}
+
 namespace fs = std::filesystem;
 
 struct RunArgs {
@@ -159,7 +170,7 @@ int RunCommand(RunArgs args) {
                   .constants = args.in.constants});
   if (!s.ok()) return Fail(s);
   if (!args.trace_path.empty()) {
-    if (Status t = WriteWholeFile(args.trace_path, {ChromeTraceJson(trace)}); !t.ok())
+    if (Status t = WriteWholeFile(RankPath(args.trace_path), {ChromeTraceJson(trace)}); !t.ok())
       return Fail(t);
   }
   // The profile is a diagnostic: stderr, so stdout stays the summary lines.
@@ -197,7 +208,8 @@ Handler RegisterRun(CLI::App& app) {
                   "worker threads for compiled targets (default: PTOX_NUM_THREADS or one per core)")
       ->check(CLI::Range(0, kMaxThreads));
   sub->add_option("--trace", args->trace_path,
-                  "write a Chrome / Perfetto trace of the tasks (compiled targets) to FILE");
+                  "write a Chrome / Perfetto trace of the tasks (compiled targets) to FILE "
+                  "(under mpirun one per rank: t.json is t.rank1.json on rank 1)");
   sub->add_flag("--profile", args->profile,
                 "print per-kernel calls, time, GB/s and GFLOP/s to stderr (compiled targets)");
   sub->add_flag("--check-nan", args->check_nan,

@@ -271,10 +271,13 @@ struct NanWatch {
   std::string label;
 };
 
+int RunCollective(const void* packed, abi::ErrorBuf* err);
+
 void Submit(void* ctx, const abi::TaskDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
   runtime::Task task;
   task.name = desc->name;
+  task.waits_outside = desc->kernel == &RunCollective;
   task.flops = desc->flops;
   task.accesses.reserve(static_cast<size_t>(desc->num_accesses));
   std::vector<NanWatch> watches;  // only what the NaN check scans

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <set>
 #include <thread>
@@ -229,6 +230,31 @@ TEST(Executor, SubmitterRunsQueuedTasksWhileTheWorkersAreBusy) {
     EXPECT_EQ(on_submitter.load() > 0, help);
     gate.Open();
     EXPECT_TRUE(g.Wait().ok());
+  }
+}
+
+// A task that waits outside the graph (a collective) is left to the workers or the final wait:
+// the submitter never runs it while submitting, so the tasks submitted after it run meanwhile.
+// With one thread, a submitter that ran it at once would wait for a task not yet submitted.
+TEST(Executor, TasksThatWaitOutsideTheGraphAreNotRunWhileSubmitting) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    Executor ex(threads);
+    std::atomic<bool> later_ran{false};
+    Graph g(ex);
+    Task wait = T({W(0, Rows(0, 1))}, [&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!later_ran && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      return later_ran ? std::string() : std::string("the later task never ran");
+    });
+    wait.waits_outside = true;
+    g.Submit(std::move(wait));
+    g.Submit(T({W(1, Rows(0, 1))}, [&] {
+      later_ran = true;
+      return std::string();
+    }));
+    const Status st = g.Wait();
+    EXPECT_TRUE(st.ok()) << st.message();
   }
 }
 
