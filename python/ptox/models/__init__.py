@@ -34,13 +34,15 @@ def check(path=None):
 
 
 def load(path=None, context=None, target="cpu", threads=0, progress=None, dequantize=False,
-         kv_dtype=None):
+         kv_dtype=None, tp=None):
     """A Model from a GGUF file or a folder with config.json and *.safetensors (None: the
     default model). `context`: the KV cache length (default: the model's own). A GGUF file's
     Q8_0 / Q4_0 / Q4_1 weights are computed on in place (int8 activations, docs/models.md)
     unless `dequantize`: then every weight is f32 (the numerics transformers has). bf16 / f16
     matrices of a safetensors folder stay 16-bit (widened exactly as they are read). The KV cache
-    (`kv_dtype` "f16" or "f32") is f16 for GGUF blocks, as llama.cpp keeps it, else f32."""
+    (`kv_dtype` "f16" or "f32") is f16 for GGUF blocks, as llama.cpp keeps it, else f32.
+    `tp=(rank, ranks)`: tensor parallel, this process (one rank of `mpirun -np ranks`) holds its
+    share of every layer (models/parallel.py, docs/distributed.md)."""
     path = path or default_model_path()
     if os.path.isdir(path):
         from . import safetensors_file, tokenizer
@@ -50,4 +52,4 @@ def load(path=None, context=None, target="cpu", threads=0, progress=None, dequan
         from . import gguf_file, tokenizer
         cfg, weights, reader = gguf_file.load(path, progress, blocks=not dequantize)
         tok = tokenizer.from_gguf(reader, path)
-    return Model(cfg, weights, tok, path, context, target, threads, kv_dtype)
+    return Model(cfg, weights, tok, path, context, target, threads, kv_dtype, tp)

@@ -15,6 +15,11 @@ matmuls and the gather read them), or GGUF blocks read in place (the
 constants W_Q / E_Q / H_Q: int8 rows of K / 32 blocks, `tensor.qmatmul` with int8 activations and
 a quantized `tensor.gather`; kernels/quant.h). The residual adds sit outside those constant ifs.
 
+Tensor parallel over TP ranks (docs/distributed.md): each rank holds H / TP query heads, KV / TP
+KV heads and F / TP of the MLP (the rows of wq, wk, wv, wg, wu: column-parallel; the columns of
+wo and wd: row-parallel), and the attention output and MLP projections are summed over the ranks
+by an allreduce; the rest is replicated.
+
 Specialized by `ptox.jit(constants=...)` on the model's configuration (see `compile_step`)."""
 
 from __future__ import annotations  # the annotations name compile-time constants
@@ -148,6 +153,8 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             a = pl.qmatmul(o, pl.slice(wo, [l * D, 0], shape=(D, W_QD)), format=W_FMT)
         else:
             a = pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
+        if TP > 1:  # row-parallel: each rank's heads gave a partial sum of the projection
+            a = pl.allreduce(a, op="sum")
         x = x + a
         h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
         if W_Q:
@@ -160,6 +167,8 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
             f = pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
                           transpose_b=True)
+        if TP > 1:
+            f = pl.allreduce(f, op="sum")
         x = x + f
     if ALL_LOGITS or DECODE:
         last = x
@@ -198,13 +207,14 @@ def _row(k, fmt):
 
 
 def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats=None,
-                 kv_f16=False):
+                 kv_f16=False, tp=1):
     """The step program of `cfg`: decode (one token) or prefill (T tokens), with the logits of
     the last token or (all_logits, prefill) of every token. `formats` names the storage of the
     projections ("w"), the embedding ("embed") and the LM head ("lm_head") where it is not f32:
     a GGUF block format ("q4_1", ...; see gguf_file.Blocks), "w8a8" or "bf16" / "f16".
     `kv_f16`: the KV caches hold f16 (keys and values rounded once as they are appended), else
-    f32."""
+    f32. `tp` > 1: `cfg` is one rank's share of the model (its heads and MLP columns), and the
+    step sums the row-parallel projections over the ranks."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
     w, e, h = fmt.get("w"), fmt.get("embed"), fmt.get("lm_head")
@@ -221,5 +231,5 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
         BP=128, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
-        KV_DT=pl.f16 if kv_f16 else pl.f32)
+        KV_DT=pl.f16 if kv_f16 else pl.f32, TP=tp)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from . import decoder
+from . import decoder, parallel
 from .config import ModelError
 from .gguf_file import Blocks
 
@@ -33,10 +33,15 @@ class Model:
     steps over the model's KV cache and return logits (float32 numpy arrays)."""
 
     def __init__(self, cfg, weights, tokenizer, path, context=None, target="cpu", threads=0,
-                 kv_dtype=None):
+                 kv_dtype=None, tp=None):
         self.cfg, self.tokenizer, self.path = cfg, tokenizer, path
         self.target, self.threads = target, threads
         self.context = min(context or cfg.context, cfg.context)
+        # Tensor parallel (rank, ranks): this process holds and runs its share of every layer.
+        self.tp = tp or (0, 1)
+        self._part = cfg
+        if self.tp[1] > 1:
+            self._part, weights = parallel.shard(cfg, weights, *self.tp)
         w = dict(weights)
         w.setdefault("lm_head", w["embed"])
         for k in ("q_norm", "k_norm"):  # llama: no q / k norm (the step skips them)
@@ -52,7 +57,7 @@ class Model:
         self._weights = [arrays[k].reshape(-1, *arrays[k].shape[2:]) if k in decoder.PER_LAYER
                          else arrays[k] for k in decoder.WEIGHTS]
         self._cos, self._sin = rope_tables(cfg, self.context)
-        shape = (cfg.n_layers * cfg.n_kv_heads, self.context, cfg.head_dim)
+        shape = (cfg.n_layers * self._part.n_kv_heads, self.context, cfg.head_dim)
         # GGUF blocks (llama.cpp's numerics) keep the KV cache in f16 as llama.cpp does: half the
         # bytes a long-context decode step reads; float weights keep transformers' f32 cache
         # unless `kv_dtype` says otherwise.
@@ -68,9 +73,9 @@ class Model:
     def _step(self, decode, all_logits=False):
         key = (decode, all_logits)
         if key not in self._steps:
-            step = decoder.compile_step(self.cfg, decode, all_logits, self.target,
+            step = decoder.compile_step(self._part, decode, all_logits, self.target,
                                         self.threads, self.formats,
-                                        self.kcache.dtype == np.float16)
+                                        self.kcache.dtype == np.float16, tp=self.tp[1])
             # The matmuls keep their packed blocks of f32 weights; 16-bit weights are packed
             # per prefill instead (kept, their f32 panels would take twice the model: 0.6B-shaped
             # bf16 prefill at T = 128 ran 7 % faster with a 4.1 GB peak, 2.3 GB without).
