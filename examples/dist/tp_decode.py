@@ -10,6 +10,7 @@ The ranks must divide the model's query heads, KV heads and MLP width (SmolLM2: 
 so 3 ranks)."""
 
 import argparse
+import json
 import sys
 import time
 
@@ -30,11 +31,28 @@ def greedy(model, ids, n):
     return out
 
 
+def measure(model, ids, tokens, steps):
+    """(ms in allreduce tasks, ms in all) per decode step over `steps` steps after the prompt,
+    from the tasks' trace (ptox.profile)."""
+    model.reset()
+    model.prefill(ids)
+    start = time.perf_counter()
+    with ptox.profile() as p:
+        for t in (tokens * steps)[:steps]:
+            model.decode(t)
+    step_ms = (time.perf_counter() - start) * 1e3 / steps
+    events = json.loads(p.trace_json)["traceEvents"]
+    comm_us = sum(e.get("dur", 0) for e in events if e.get("name", "").startswith("dist."))
+    return comm_us / 1e3 / steps, step_ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="GGUF file or HF folder (default: SmolLM2-135M-Instruct)")
     ap.add_argument("--prompt", default="The capital of France is")
     ap.add_argument("--tokens", type=int, default=24)
+    ap.add_argument("--measure", type=int, default=16, metavar="N",
+                    help="time N decode steps and the allreduce tasks in them (0: skip)")
     ap.add_argument("--blocks", action="store_true",
                     help="compute on a GGUF file's blocks in place (int8 activations) instead of "
                          "dequantizing its weights to f32 at load")
@@ -46,11 +64,15 @@ def main():
     start = time.perf_counter()
     tokens = greedy(tp, ids, args.tokens)
     seconds = time.perf_counter() - start
+    comm_ms, step_ms = measure(tp, ids, tokens, args.measure) if args.measure else (0, 0)
     if rank != 0:
         return 0
     alone = greedy(ptox.models.load(args.model, **load), ids, args.tokens)
     print(f"{ranks} ranks: {tp.tokenizer.decode(tokens)!r} ({seconds:.2f} s with the compile)")
     print(f"1 process: {tp.tokenizer.decode(alone)!r}")
+    if args.measure:
+        print(f"decode on rank 0: {step_ms:.2f} ms a token, {comm_ms:.2f} ms of it in allreduce "
+              f"tasks ({100 * comm_ms / step_ms:.0f} %, waiting for the other ranks included)")
     if tokens != alone:
         first = next(i for i, (a, b) in enumerate(zip(tokens, alone)) if a != b)
         print(f"FAILED: the tokens differ from position {first}: {tokens} vs {alone}")
