@@ -12,7 +12,7 @@ namespace ptox::abi {
 
 inline constexpr int kMaxRank = 4;
 // Bumped whenever the ABI (or the CPU tile library's semantics) change; part of every cache key.
-inline constexpr int kAbiVersion = 7;
+inline constexpr int kAbiVersion = 8;
 
 // Element types, as generated code names them (pc::DT) and as tensor.empty passes them to alloc().
 enum class DT : int32_t { kF32, kF16, kBF16, kI8, kI32, kI64, kBool, kIndex };
@@ -101,16 +101,22 @@ struct ViewDesc {
   int64_t shape[kMaxRank];
 };
 
-// What the orchestration asks the host for at a collective on buffers (src/ops/ops.def,
-// docs/ops.md): `tensor` (an id) is the buffer it writes, `source` the one it reads (allgather,
-// reduce_scatter; else -1), `op` the reduction (0: sum, 1: max), `root` broadcast's root.
-enum class CollectiveKind : int64_t { kAllreduce, kAllgather, kReduceScatter, kBroadcast };
+// What the orchestration asks the host for at a collective on buffers or a one-sided op
+// (src/ops/ops.def, docs/ops.md): `tensor` (an id) is the buffer it writes (a put's window, a
+// get's destination), `source` the one it reads (allgather's and reduce_scatter's x, a put's x, a
+// get's window; else -1), `op` the reduction (0: sum, 1: max), `root` broadcast's root or the
+// rank a put or get reaches, `offsets` a put's or get's box in the window. A fence has no
+// tensors; kWindow registers parameter `tensor` as a window (first, for every window).
+enum class CollectiveKind : int64_t {
+  kAllreduce, kAllgather, kReduceScatter, kBroadcast, kPut, kGet, kFence, kWindow
+};
 struct CollectiveDesc {
   CollectiveKind kind;
   int64_t tensor;
   int64_t source;
   int64_t op;
   int64_t root;
+  int64_t offsets[kMaxRank];
   const char* name;  // "dist.allreduce (file:line)", for messages and traces
 };
 

@@ -300,6 +300,72 @@ void World::ScatterFold(const std::string& sig, const std::string& where, const 
 }
 #endif
 
+#ifdef PTOX_WITH_MPI
+namespace {
+
+std::vector<MPI_Win>& Windows() {  // the windows of this process, in creation order
+  static std::vector<MPI_Win> windows;
+  return windows;
+}
+
+}  // namespace
+
+int World::CreateWindow(const std::string& sig, const std::string& where, void* base,
+                        size_t bytes, int elem_bytes, int64_t timeout_ms) {
+  Exchange(sig, where, std::vector<Peer>(size_), Deadline(timeout_ms), timeout_ms);
+  MPI_Win win;
+  std::lock_guard<std::mutex> lock(MpiMutex());
+  PTOX_RUNTIME_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), elem_bytes, MPI_INFO_NULL,
+                                    MPI_COMM_WORLD, &win) == MPI_SUCCESS &&
+                     MPI_Win_fence(0, win) == MPI_SUCCESS)
+      << where << ": MPI failed to create a window";
+  Windows().push_back(win);
+  return static_cast<int>(Windows().size()) - 1;
+}
+
+void World::Put(int window, int peer, const void* data, size_t bytes, int64_t disp,
+                const std::string& where) {
+  const int count = Count(bytes, where);
+  std::lock_guard<std::mutex> lock(MpiMutex());
+  PTOX_RUNTIME_CHECK(MPI_Put(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
+                             Windows().at(window)) == MPI_SUCCESS)
+      << where << ": MPI_Put failed";
+}
+
+void World::Get(int window, int peer, void* data, size_t bytes, int64_t disp,
+                const std::string& where) {
+  const int count = Count(bytes, where);
+  std::lock_guard<std::mutex> lock(MpiMutex());
+  PTOX_RUNTIME_CHECK(MPI_Get(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
+                             Windows().at(window)) == MPI_SUCCESS)
+      << where << ": MPI_Get failed";
+}
+
+// The barrier is ours (descriptions, a deadline); MPI's fences then find every rank there.
+void World::Fence(const std::string& where, int64_t timeout_ms) {
+  Exchange("fence", where, std::vector<Peer>(size_), Deadline(timeout_ms), timeout_ms);
+  std::lock_guard<std::mutex> lock(MpiMutex());
+  for (MPI_Win w : Windows())
+    PTOX_RUNTIME_CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS)
+        << where << ": MPI_Win_fence failed";
+}
+
+void World::FreeWindows() {
+  std::lock_guard<std::mutex> lock(MpiMutex());
+  for (MPI_Win& w : Windows()) MPI_Win_free(&w);
+  Windows().clear();
+}
+#else
+int World::CreateWindow(const std::string&, const std::string&, void*, size_t, int, int64_t) {
+  PTOX_ICHECK(false) << "windows need MPI";
+  return -1;
+}
+void World::Put(int, int, const void*, size_t, int64_t, const std::string&) {}
+void World::Get(int, int, void*, size_t, int64_t, const std::string&) {}
+void World::Fence(const std::string&, int64_t) {}
+void World::FreeWindows() {}
+#endif
+
 void World::AllGather(const std::string& sig, const std::string& where, const void* data,
                       size_t bytes, void* out, int64_t timeout_ms) {
   char* const o = static_cast<char*>(out);

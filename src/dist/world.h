@@ -53,6 +53,21 @@ class World {
   void ReduceScatter(const std::string& sig, const std::string& where, const void* data, int64_t n,
                      int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
 
+  // One-sided windows over MPI-3 RMA (docs/distributed.md). CreateWindow is collective: every
+  // rank registers its own `bytes` at `base` (elements of `elem_bytes`) in the same order, with
+  // the same `sig` (checked), and the window's first epoch opens; it returns the window's
+  // handle. Put / Get queue a transfer of `bytes` between `data` and rank `peer`'s window at
+  // element `disp`; `data` must stay valid and untouched until the next Fence. Fence ends the
+  // epoch on every window (after a checked barrier: every rank must reach it within
+  // `timeout_ms`), so every transfer has landed; FreeWindows (collective) releases them.
+  int CreateWindow(const std::string& sig, const std::string& where, void* base, size_t bytes,
+                   int elem_bytes, int64_t timeout_ms);
+  void Put(int window, int peer, const void* data, size_t bytes, int64_t disp,
+           const std::string& where);
+  void Get(int window, int peer, void* data, size_t bytes, int64_t disp, const std::string& where);
+  void Fence(const std::string& where, int64_t timeout_ms);
+  void FreeWindows();
+
   // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code`
   // (MPI_Abort): a rank that fails must not leave the others waiting in a collective.
   [[noreturn]] void Abort(const std::string& message, int code);

@@ -76,11 +76,68 @@ dist::World::Fold FoldFor(int op, DType dt) {
 
 }  // namespace
 
+// One-sided ops over MPI-3 RMA (dist::World): a put sends a contiguous copy of x made now, a
+// get lands in a contiguous buffer; both complete at the fence, which then copies the gets into
+// their destinations. Each row of the box is one MPI_Put / MPI_Get.
+std::string MpiCollectives::Rma(const targets::CollectiveCall& c) {
+  const int bytes = DTypeBytes(c.dtype);
+  const int64_t timeout = dist::World::DefaultTimeoutMs();
+  switch (c.kind) {
+    case abi::CollectiveKind::kWindow: {
+      windows_[c.window] = world_.CreateWindow(targets::Signature(c), c.where, c.out.data,
+                                               targets::Numel(c.out) * bytes, bytes, timeout);
+      return {};
+    }
+    case abi::CollectiveKind::kPut:
+    case abi::CollectiveKind::kGet: {
+      const bool put = c.kind == abi::CollectiveKind::kPut;
+      const abi::TensorArg& win = put ? c.out : c.source;
+      const abi::TensorArg& box = put ? c.source : c.out;
+      targets::Flat flat(box, bytes, put);
+      epoch_.push_back({std::vector<char>(flat.data(), flat.data() + flat.bytes()), c});
+      char* data = epoch_.back().data.data();
+      const int w = windows_.at(c.window);
+      targets::ForBoxRows(win, box, c.offsets, [&](int64_t at_box, int64_t at_win, int64_t n) {
+        if (put) world_.Put(w, c.root, data + at_box * bytes, n * bytes, at_win, c.where);
+        else world_.Get(w, c.root, data + at_box * bytes, n * bytes, at_win, c.where);
+      });
+      return {};
+    }
+    case abi::CollectiveKind::kFence: {
+      world_.Fence(c.where, timeout);
+      for (Transfer& t : epoch_) {
+        if (t.call.kind != abi::CollectiveKind::kGet) continue;
+        targets::Flat dst(t.call.out, bytes, false);
+        std::memcpy(dst.data(), t.data.data(), t.data.size());
+        dst.Store();
+      }
+      epoch_.clear();
+      return {};
+    }
+    default: return c.where + std::string(": not a one-sided op");
+  }
+}
+
+std::string MpiCollectives::EndRun(bool ok) {
+  std::string late;
+  if (ok && !epoch_.empty())
+    late = std::string(epoch_.front().call.where) +
+           " has no dist.fence after it: one-sided ops take effect at the next fence, and the "
+           "run ended first";
+  if (ok && late.empty()) world_.FreeWindows();  // collective: every rank is here
+  windows_.clear();
+  epoch_.clear();
+  return late;
+}
+
 // The elements move in their own encoding; a strided tensor goes through a contiguous copy.
 std::string MpiCollectives::Run(const targets::CollectiveCall& c) {
   using targets::Flat;
   try {
     if (std::string bad = targets::CheckCall(c, size()); !bad.empty()) return bad;
+    using K = abi::CollectiveKind;
+    if (c.kind == K::kWindow || c.kind == K::kPut || c.kind == K::kGet || c.kind == K::kFence)
+      return Rma(c);
     const int bytes = DTypeBytes(c.dtype);
     const std::string sig = targets::Signature(c);
     const int64_t timeout = dist::World::DefaultTimeoutMs();
@@ -106,6 +163,7 @@ std::string MpiCollectives::Run(const targets::CollectiveCall& c) {
                              FoldFor(c.op, c.dtype), timeout);
         break;
       }
+      default: break;
     }
     out.Store();
     return {};

@@ -4,6 +4,9 @@
 // target's collective has the interpreter's bits.
 #pragma once
 
+#include <map>
+#include <vector>
+
 #include "dist/world.h"
 #include "interp/comm.h"
 #include "targets/target.h"
@@ -27,9 +30,17 @@ class MpiCollectives final : public targets::Collectives {
   int rank() const override { return world_.rank(); }
   int size() const override { return world_.size(); }
   std::string Run(const targets::CollectiveCall& c) override;
+  std::string EndRun(bool ok) override;
 
  private:
+  std::string Rma(const targets::CollectiveCall& c);  // window, put, get, fence
   dist::World& world_;
+  std::map<int64_t, int> windows_;  // window parameter id -> dist::World window
+  struct Transfer {                 // a put's or get's contiguous copy, until the fence
+    std::vector<char> data;
+    targets::CollectiveCall call;   // a get's: its destination is written at the fence
+  };
+  std::vector<Transfer> epoch_;
 };
 
 }  // namespace ptox::driver

@@ -25,6 +25,11 @@ void EvalAssert(const ir::OpStmt& op, const Env& env);
 // Tensor-level ops: whole-tensor values the environment owns (eval_tensor.cc).
 std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env);
 
+// dist.put / dist.get (queued in env.epoch) and dist.fence, which applies them (eval_rma.cc).
+void EvalRma(const ir::OpStmt& op, Env& env);
+// The end of a run: one-sided ops still queued (no fence after them) are an error.
+void CheckNoPendingRma(const Env& env);
+
 // Run() that leaves every computed value in `env` (tests inspect tiles, padding included).
 void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env);
 

@@ -604,11 +604,19 @@ Dense Concat(const ir::OpStmt& op, const std::vector<Dense>& parts, int axis) {
   return out;
 }
 
+Dense ReadTensor(const ir::OpStmt& op, const Tensor& t) { return Read(op, t); }
+void WriteTensor(const Dense& v, const Tensor& t) { Write(v, t); }
+const Tensor* OwnedTensor(const ir::OpStmt& op, Env& env, DType dtype,
+                          const std::vector<int64_t>& shape) {
+  return OwnTensor(op, env, dtype, shape);
+}
+
 std::optional<RtValue> EvalTensorOp(const ir::OpStmt& op, Env& env) {
   switch (ir::FamilyOf(op.op())) {
     case ir::OpFamily::kTensorEmpty: return EvalEmpty(op, env);
     case ir::OpFamily::kTensorStore: EvalStore(op, env); return std::nullopt;
     case ir::OpFamily::kDistCollective: EvalDistCollective(op, env); return std::nullopt;
+    case ir::OpFamily::kDistRma: EvalRma(op, env); return std::nullopt;
     default: return Keep(op, env, EvalValue(op, env));
   }
 }

@@ -63,6 +63,12 @@ Broadcast BroadcastOf(const ir::OpStmt& op, const std::vector<const Dense*>& xs)
 // A zero-filled value; a runtime error naming `op` when the element count overflows or cannot be
 // allocated.
 Dense MakeDense(const ir::OpStmt& op, DType dtype, std::vector<int64_t> shape);
+// A tensor view (any strides) as a dense value, and a dense value into a view of its shape.
+Dense ReadTensor(const ir::OpStmt& op, const Tensor& t);
+void WriteTensor(const Dense& v, const Tensor& t);
+// A zero-filled tensor of `shape` that the environment owns.
+const Tensor* OwnedTensor(const ir::OpStmt& op, Env& env, DType dtype,
+                          const std::vector<int64_t>& shape);
 // A scalar operand of `dtype`: the f32 value of `v`, rounded to the dtype (like a float
 // immediate of a tile op).
 Dense ScalarOf(DType dtype, double v);

@@ -3,11 +3,13 @@
 #include "interp/interpreter.h"
 
 #include <algorithm>
+#include <set>
 
 #include "interp/comm.h"
 #include "interp/eval.h"
 #include "interp/numeric.h"
 #include "ir/signature.h"
+#include "ir/walk.h"
 
 namespace ptox::interp {
 
@@ -219,6 +221,7 @@ void Run(const ir::Func& func, const std::vector<Arg>& args, Comm* comm) {
 }
 
 void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env) {
+  std::set<size_t> windows;
   for (const auto& [sym, size] : ir::BindArgs(func, args)) env.BindSymbol(sym, size, "");
   for (size_t k = 0; k < args.size(); ++k) {
     const ir::Value& p = func.params[k].value;
@@ -234,7 +237,16 @@ void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env) {
       env.Set(p, Scalar::Int(d, v));
     }
   }
+  // The window parameters, in parameter order (every rank's fence goes through this list).
+  ir::ForEachOp(func.body, [&](const ir::OpStmt& op) {
+    if (op.op() != ir::OpCode::kDistPut && op.op() != ir::OpCode::kDistGet) return;
+    const ir::Value& w = op.args()[op.op() == ir::OpCode::kDistPut ? 0 : 1].value();
+    for (size_t k = 0; k < func.params.size(); ++k)
+      if (func.params[k].value == w) windows.insert(k);
+  });
+  for (size_t k : windows) env.windows.push_back(&env.GetTensor(func.params[k].value));
   Interpreter(env).RunBlock(func.body);
+  CheckNoPendingRma(env);
 }
 
 }  // namespace ptox::interp

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
@@ -94,6 +95,21 @@ class Env {
   void BindSymbol(const std::string& sym, int64_t size, std::string_view op);
   size_t ScopeMark() const { return symbols_.size(); }
   void EndScope(size_t mark) { symbols_.resize(mark); }
+
+  // One-sided access (dist.put / dist.get) of the current epoch, applied at the next dist.fence
+  // (eval_rma.cc): a put's values (a copy made at the put) or a get's destination.
+  struct Rma {
+    bool put = false;
+    const Tensor* window = nullptr;
+    int peer = 0;
+    std::vector<int64_t> offsets;
+    const Tensor* values = nullptr;  // put: its own copy of x; get: the destination
+    std::string where;
+  };
+  std::vector<Rma> epoch;
+  // The function's window parameters (the windows of its puts and gets), in parameter order:
+  // every rank's fence goes through the same list.
+  std::vector<const Tensor*> windows;
 
  private:
   struct Owned {

@@ -218,7 +218,13 @@ class Verifier {
           << name << " result type " << op.result()->type.ToString() << " should be "
           << t->ToString();
     }
-    if (const int w = WrittenOperandPos(family); w >= 0) {
+    if (family == OpFamily::kDistRma && op.op() != OpCode::kDistFence) {
+      const Operand& win = op.args()[op.op() == OpCode::kDistPut ? 0 : 1];
+      PTOX_CHECK(win.is_value() && directions_.count(win.value().get()), span)
+          << name << ": the window must be a tensor parameter of the function (each rank's own "
+          << "buffer of it)";
+    }
+    if (const int w = WrittenOperandPos(family); w >= 0 && static_cast<size_t>(w) < op.args().size()) {
       const Value& dst = op.args()[w].value();
       auto it = directions_.find(dst.get());
       PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)

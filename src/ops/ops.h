@@ -16,7 +16,7 @@ enum class OpFamily : uint8_t {
   kLoad, kStore, kFull, kBinary, kUnary, kCompare, kSelect, kCast, kRowReduce, kColReduce,
   kRowArgmax, kRowExpand, kColExpand, kTranspose, kReshape, kSlice, kAssemble, kMatmul,
   kMatmulAcc, kBroadcast, kExtract, kCausalMask, kDequantize, kScalarBinary, kScalarCompare, kScalarSelect,
-  kScalarCast, kAssert, kDim, kDistInfo, kDistCollective,
+  kScalarCast, kAssert, kDim, kDistInfo, kDistCollective, kDistRma,
   // Tensor level.
   kTensorBinary, kTensorUnary, kTensorCast, kTensorCompare, kTensorSelect, kTensorCausalMask,
   kTensorReduce, kTensorArgmax, kTensorMatmul, kTensorReshape, kTensorTranspose, kTensorSlice,
@@ -46,18 +46,19 @@ int IndexedOperandPos(OpFamily family);
 // Ops that produce no SSA result (side effects only: a write, or a run-time check).
 inline bool HasNoResult(OpFamily family) {
   return family == OpFamily::kStore || family == OpFamily::kTensorStore ||
-         family == OpFamily::kAssert || family == OpFamily::kDistCollective;
+         family == OpFamily::kAssert || family == OpFamily::kDistCollective ||
+         family == OpFamily::kDistRma;
 }
-// The operand an op writes in place (a store's destination, an in-place collective's buffer), or
-// -1.
+// The operand an op writes in place (a store's destination, an in-place collective's buffer, a
+// put's window, a get's destination), or -1; dist.fence has none (callers check the arity).
 inline int WrittenOperandPos(OpFamily family) {
   if (family == OpFamily::kStore || family == OpFamily::kTensorStore) return 1;
-  return family == OpFamily::kDistCollective ? 0 : -1;
+  return family == OpFamily::kDistCollective || family == OpFamily::kDistRma ? 0 : -1;
 }
 // Ops that communicate with the other ranks of a distributed run (outside incore scopes).
 inline bool IsDistributed(OpFamily family) {
   return family == OpFamily::kDistInfo || family == OpFamily::kDistCollective ||
-         family == OpFamily::kTensorCollective;
+         family == OpFamily::kTensorCollective || family == OpFamily::kDistRma;
 }
 
 }  // namespace ptox::ir

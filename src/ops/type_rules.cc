@@ -490,6 +490,23 @@ std::optional<Type> ScalarFamilyType(const Checker& c, OpCode op,
     }
     case OpFamily::kDistInfo: c.Arity(0); return Type::Scalar(DType::kIndex);
     case OpFamily::kDistCollective: return DistCollective(c, op, attrs, span);
+    case OpFamily::kDistRma: {
+      if (op == OpCode::kDistFence) {
+        c.Arity(0);
+        return std::nullopt;
+      }
+      // put: window, x, to, offsets; get: dst, window, from, offsets.
+      const bool put = op == OpCode::kDistPut;
+      const Type& win = c.Tensor(put ? 0 : 1);
+      c.Arity(static_cast<size_t>(3 + win.rank()));
+      const Type& x = c.Tensor(put ? 1 : 0);
+      PTOX_CHECK(IsFloat(win.dtype()) && x.dtype() == win.dtype() && x.rank() == win.rank(),
+                 span)
+          << OpName(op) << " moves a float tensor of the window's dtype and rank, got "
+          << x.ToString() << " and the window " << win.ToString();
+      for (size_t i = 2; i < args.size(); ++i) c.Index(i);
+      return std::nullopt;
+    }
     case OpFamily::kDim: {
       c.Arity(2);
       const Type& t = c.Tensor(0);

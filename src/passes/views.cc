@@ -97,11 +97,22 @@ std::vector<const ir::ValueNode*> Writes(const ir::Stmt& s) {
     const auto& op = ir::As<ir::OpStmt>(t);
     const ir::OpFamily f = ir::FamilyOf(op.op());
     const int w = ir::WrittenOperandPos(f);
-    if (w >= 0 && op.args()[w].is_value()) out.push_back(op.args()[w].value().get());
+    if (w >= 0 && static_cast<size_t>(w) < op.args().size() && op.args()[w].is_value())
+      out.push_back(op.args()[w].value().get());
   };
   visit(s);
   ir::ForEachBody(s, [&](const ir::Block& b) { ir::ForEachStmt(b, visit); });
   return out;
+}
+
+// Whether statement `s` (or what it nests) is a dist.fence, where every window parameter may be
+// written (the epoch's puts land).
+bool Fences(const ir::StmtRef& s) {
+  bool fence = false;
+  ir::ForEachOp(ir::Block{s}, [&](const ir::OpStmt& op) {
+    fence = fence || op.op() == ir::OpCode::kDistFence;
+  });
+  return fence;
 }
 
 }  // namespace
@@ -154,9 +165,11 @@ std::unordered_set<const ir::ValueNode*> Views(const ir::Func& func, const ir::B
       ir::ForEachOp(ir::Block{block[j]}, [&](const ir::OpStmt& op) {
         if (op.op() == ir::OpCode::kTensorEmpty) fresh.insert(op.result().get());
       });
-    for (size_t j = i + 1; j <= last && ok && !read_only; ++j)
+    for (size_t j = i + 1; j <= last && ok && !read_only; ++j) {
       for (const ir::ValueNode* w : Writes(*block[j]))
         ok = ok && w != root && (fresh.count(w) || (own_memory(root) && own_memory(w)));
+      ok = ok && !(params.count(root) && Fences(block[j]));
+    }
     if (!ok) {
       buffers.insert(v), contiguous.insert(v);  // a copy
       continue;

@@ -11,6 +11,10 @@ const char* KindName(abi::CollectiveKind k) {
     case abi::CollectiveKind::kAllgather: return "allgather";
     case abi::CollectiveKind::kReduceScatter: return "reduce_scatter";
     case abi::CollectiveKind::kBroadcast: return "broadcast";
+    case abi::CollectiveKind::kPut: return "put";
+    case abi::CollectiveKind::kGet: return "get";
+    case abi::CollectiveKind::kFence: return "fence";
+    case abi::CollectiveKind::kWindow: return "window";
   }
   return "?";
 }
@@ -40,6 +44,34 @@ void ForEachElement(const abi::TensorArg& t, int bytes, F&& f) {
 
 }  // namespace
 
+bool IsContiguous(const abi::TensorArg& t) {
+  for (int64_t d = t.rank - 1, stride = 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != stride) return false;
+    stride *= t.shape[d];
+  }
+  return true;
+}
+
+bool ForBoxRows(const abi::TensorArg& window, const abi::TensorArg& box, const int64_t* offsets,
+                const std::function<void(int64_t, int64_t, int64_t)>& f) {
+  for (int64_t d = 0; d < window.rank; ++d)
+    if (offsets[d] < 0 || offsets[d] > window.shape[d] - box.shape[d]) return false;
+  const int64_t n = Numel(box);
+  if (n == 0) return true;
+  const int64_t row = box.shape[box.rank - 1];
+  int64_t idx[abi::kMaxRank] = {};
+  for (int64_t k = 0; k < n; k += row) {
+    int64_t at = 0;  // the row's first element in the (row-major) window
+    for (int64_t d = 0, stride = Numel(window); d < window.rank; ++d) {
+      stride /= window.shape[d];
+      at += (offsets[d] + idx[d]) * stride;
+    }
+    f(k, at, row);
+    for (int64_t d = box.rank - 2; d >= 0 && ++idx[d] == box.shape[d]; --d) idx[d] = 0;
+  }
+  return true;
+}
+
 int64_t Numel(const abi::TensorArg& t) {
   int64_t n = 1;
   for (int64_t d = 0; d < t.rank; ++d) n *= t.shape[d];
@@ -64,7 +96,33 @@ std::string CheckCall(const CollectiveCall& c, int world) {
         return where + ": root " + std::to_string(c.root) + " is not a rank of a world of " +
                std::to_string(world);
       return {};
-    case abi::CollectiveKind::kAllreduce: return {};
+    case abi::CollectiveKind::kPut:
+    case abi::CollectiveKind::kGet: {
+      const bool put = c.kind == abi::CollectiveKind::kPut;
+      const abi::TensorArg& win = put ? c.out : c.source;
+      const abi::TensorArg& box = put ? c.source : c.out;
+      if (c.root < 0 || c.root >= world)
+        return where + ": rank " + std::to_string(c.root) + " is not a rank of a world of " +
+               std::to_string(world);
+      if (!IsContiguous(win))
+        return where + ": a window must be a contiguous tensor (this rank's is strided)";
+      if (!ForBoxRows(win, box, c.offsets, [](int64_t, int64_t, int64_t) {}))
+        return where + ": a box of shape " + ShapeOf(box) + " at offsets " +
+               [&] {
+                 std::string o;
+                 for (int64_t d = 0; d < win.rank; ++d)
+                   o += (d ? ", " : "") + std::to_string(c.offsets[d]);
+                 return "(" + o + ")";
+               }() +
+               " does not fit the window's shape " + ShapeOf(win);
+      return {};
+    }
+    case abi::CollectiveKind::kWindow:
+      if (!IsContiguous(c.out))
+        return where + ": a window must be a contiguous tensor (this rank's is strided)";
+      return {};
+    case abi::CollectiveKind::kAllreduce:
+    case abi::CollectiveKind::kFence: return {};
   }
   return {};
 }
@@ -81,11 +139,7 @@ std::string Signature(const CollectiveCall& c) {
 
 Flat::Flat(const abi::TensorArg& t, int elem_bytes, bool read)
     : t_(t), elem_bytes_(elem_bytes), bytes_(static_cast<size_t>(Numel(t)) * elem_bytes) {
-  copy_ = false;
-  for (int64_t d = t.rank - 1, stride = 1; d >= 0; --d) {
-    copy_ |= t.shape[d] != 1 && t.strides[d] != stride;
-    stride *= t.shape[d];
-  }
+  copy_ = !IsContiguous(t);
   if (!copy_) return;
   buf_.resize(bytes_);
   char* q = buf_.data();
@@ -103,13 +157,55 @@ void Flat::Store() {
 
 std::string SoloCollectives::Run(const CollectiveCall& c) {
   if (std::string bad = CheckCall(c, 1); !bad.empty()) return bad;
-  if (!HasSource(c.kind)) return {};
   const int bytes = DTypeBytes(c.dtype);
+  if (c.kind == abi::CollectiveKind::kWindow) return {};
+  if (c.kind == abi::CollectiveKind::kPut || c.kind == abi::CollectiveKind::kGet) {
+    Pending p{c, {}};
+    if (c.kind == abi::CollectiveKind::kPut) {  // x as it is now: it may change before the fence
+      Flat x(c.source, bytes, true);
+      p.values.assign(x.data(), x.data() + x.bytes());
+    }
+    epoch_.push_back(std::move(p));
+    return {};
+  }
+  if (c.kind == abi::CollectiveKind::kFence) {  // gets read the windows before the puts land
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const Pending& p : epoch_) {
+        const bool put = p.call.kind == abi::CollectiveKind::kPut;
+        if (put != (pass == 1)) continue;
+        const abi::TensorArg& win = put ? p.call.out : p.call.source;
+        Flat box(put ? p.call.source : p.call.out, bytes, false);
+        char* w = static_cast<char*>(win.data);
+        char* b = put ? const_cast<char*>(p.values.data()) : box.data();
+        ForBoxRows(win, put ? p.call.source : p.call.out, p.call.offsets,
+                   [&](int64_t at_box, int64_t at_win, int64_t n) {
+                     if (put) std::memcpy(w + at_win * bytes, b + at_box * bytes, n * bytes);
+                     else std::memcpy(b + at_box * bytes, w + at_win * bytes, n * bytes);
+                   });
+        if (!put) box.Store();
+      }
+    }
+    epoch_.clear();
+    return {};
+  }
+  if (!HasSource(c.kind)) return {};
   Flat x(c.source, bytes, true);
   Flat out(c.out, bytes, false);
   if (x.bytes()) std::memmove(out.data(), x.data(), x.bytes());  // x may be a view of out
   out.Store();
   return {};
+}
+
+}  // namespace ptox::targets
+
+namespace ptox::targets {
+
+std::string SoloCollectives::EndRun(bool ok) {
+  if (epoch_.empty() || !ok) return epoch_.clear(), std::string();
+  const std::string where = epoch_.front().call.where;
+  epoch_.clear();
+  return where + " has no dist.fence after it: one-sided ops take effect at the next fence, and "
+                 "the run ended first";
 }
 
 }  // namespace ptox::targets

@@ -5,6 +5,7 @@
 // rank order with the interpreter's element functions, so results are the interpreter's bits.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,14 +14,17 @@
 
 namespace ptox::targets {
 
-// One collective, its tensors resolved (abi::CollectiveDesc).
+// One collective or one-sided op, its tensors resolved (abi::CollectiveDesc).
 struct CollectiveCall {
   abi::CollectiveKind kind;
   int op = 0;    // 0: sum, 1: max
-  int root = 0;  // broadcast
+  int root = 0;  // broadcast's root; the rank a put or get reaches
   DType dtype = DType::kF32;
-  abi::TensorArg out{};     // written: the buffer, or allgather's / reduce_scatter's out
-  abi::TensorArg source{};  // read: allgather's / reduce_scatter's x
+  abi::TensorArg out{};     // written: the buffer, allgather's / reduce_scatter's out, a put's
+                            // window, a get's destination
+  abi::TensorArg source{};  // read: allgather's / reduce_scatter's x, a put's x, a get's window
+  int64_t window = -1;      // a put's or get's window (its tensor id: a parameter)
+  int64_t offsets[abi::kMaxRank] = {};  // a put's or get's box in the window
   const char* where = "";
 };
 
@@ -29,18 +33,40 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Runs `c` as this rank; an error message, or empty.
+  // Runs `c` as this rank; an error message, or empty. Puts and gets take effect at the next
+  // fence (their tensors stay untouched until it).
   virtual std::string Run(const CollectiveCall& c) = 0;
+  // The end of a run that registered windows, after its last task: puts or gets with no fence
+  // after them are an error; windows are released (after a failed run (`ok` false) only this
+  // rank's record of them: the other ranks may not be there to release them together).
+  virtual std::string EndRun(bool ok) = 0;
 };
 
 // A run alone, rank 0 of 1: allgather and reduce_scatter copy x into out, allreduce and
-// broadcast leave the buffer as it is.
+// broadcast leave the buffer as it is; puts and gets reach this rank's own windows at the fence.
 class SoloCollectives final : public Collectives {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string Run(const CollectiveCall& c) override;
+  std::string EndRun(bool ok) override;
+
+ private:
+  struct Pending {
+    CollectiveCall call;
+    std::vector<char> values;  // a put's copy of x
+  };
+  std::vector<Pending> epoch_;
 };
+
+// The rows of a box in a contiguous window: calls f(box element, window element, count) for
+// each run of `count` elements of the box's last dim (row-major order in both); false when the
+// box does not fit the window.
+bool ForBoxRows(const abi::TensorArg& window, const abi::TensorArg& box, const int64_t* offsets,
+                const std::function<void(int64_t, int64_t, int64_t)>& f);
+
+// Whether the tensor is row-major without gaps.
+bool IsContiguous(const abi::TensorArg& t);
 
 // What every rank checks before it communicates, in a world of `world` ranks: out's rows against
 // world * x's (allgather), x's against world * out's (reduce_scatter), the root (broadcast).

@@ -12,7 +12,9 @@
 
 #include <bit>
 #include <cmath>
+#include <set>
 
+#include "ir/walk.h"
 #include "kernels/abi.h"
 #include "ops/type_rules.h"
 #include "targets/cpu/emitter.h"
@@ -74,6 +76,19 @@ std::string Emitter::Run() {
       Line(1, fmt::format("const {} {} = args[{}].i;", ScalarCType(p->type.dtype()), name, i));
     }
   }
+  // Windows (the parameters that puts and gets reach) are registered first, in parameter order:
+  // every rank registers every window, whichever it touches.
+  std::set<size_t> windows;
+  ir::ForEachOp(func_.body, [&](const ir::OpStmt& op) {
+    if (op.op() != ir::OpCode::kDistPut && op.op() != ir::OpCode::kDistGet) return;
+    const ir::Value& w = op.args()[op.op() == ir::OpCode::kDistPut ? 0 : 1].value();
+    for (size_t i = 0; i < func_.params.size(); ++i)
+      if (func_.params[i].value == w) windows.insert(i);
+  });
+  for (size_t i : windows)
+    Line(1, fmt::format("{{ const pc::CollectiveDesc c{{pc::CollectiveKind::kWindow, {}, -1, 0, 0, "
+                        "{{}}, \"window %{}\"}}; rt->collective(rt->ctx, &c); }}",
+                        i, func_.params[i].value->name));
   Block(func_.body, 1);
   out_ += "  return 0;\n}\n";
   // Without reductions / matmuls the kernel skips kernels/cpu/reduce.h (Highway) and matmul.h
@@ -554,19 +569,30 @@ std::string Emitter::TileCall(const ir::OpStmt& op, const std::string& r,
   return {};
 }
 
-// A collective on buffers: a task of the runtime's (abi::Runtime::collective).
+// A collective on buffers or a one-sided op: a task of the runtime's (abi::Runtime::collective).
 void Emitter::Collective(const ir::OpStmt& op, int depth) {
+  const auto& a = op.args();
   const auto it = op.attrs().find("op");
   const bool max = it != op.attrs().end() && std::get<std::string>(it->second) == "max";
-  const char* kind = op.op() == ir::OpCode::kDistAllgather       ? "kAllgather"
-                     : op.op() == ir::OpCode::kDistReduceScatter ? "kReduceScatter"
-                     : op.op() == ir::OpCode::kDistBroadcast     ? "kBroadcast"
-                                                                 : "kAllreduce";
-  const std::string source = op.args().size() > 1 ? TensorIdOf(op.args()[1].value()) : "-1";
+  const ir::OpCode c = op.op();
+  const char* kind = c == ir::OpCode::kDistAllgather       ? "kAllgather"
+                     : c == ir::OpCode::kDistReduceScatter ? "kReduceScatter"
+                     : c == ir::OpCode::kDistBroadcast     ? "kBroadcast"
+                     : c == ir::OpCode::kDistPut           ? "kPut"
+                     : c == ir::OpCode::kDistGet           ? "kGet"
+                     : c == ir::OpCode::kDistFence         ? "kFence"
+                                                           : "kAllreduce";
+  const bool rma = c == ir::OpCode::kDistPut || c == ir::OpCode::kDistGet;
+  const std::string tensor = a.empty() ? "-1" : TensorIdOf(a[0].value());
+  const std::string source = a.size() > 1 ? TensorIdOf(a[1].value()) : "-1";
+  const std::string root =
+      rma ? Operand(a[2]) : std::to_string(ir::IntAttr(op.attrs(), "root", 0));
+  std::string offsets;
+  for (size_t k = 3; rma && k < a.size(); ++k) offsets += (k > 3 ? ", " : "") + Operand(a[k]);
   Line(depth, fmt::format("{{ const pc::CollectiveDesc c{{pc::CollectiveKind::{}, {}, {}, {}, {}, "
-                          "{}}}; rt->collective(rt->ctx, &c); }}",
-                          kind, TensorIdOf(op.args()[0].value()), source, max ? 1 : 0,
-                          ir::IntAttr(op.attrs(), "root", 0), Where(op, ir::OpName(op.op()))));
+                          "{{{}}}, {}}}; rt->collective(rt->ctx, &c); }}",
+                          kind, tensor, source, max ? 1 : 0, root, offsets,
+                          Where(op, ir::OpName(op.op()))));
 }
 
 // One op: a scalar expression, a store, a view of a matmul operand, or a tile-library call
@@ -580,7 +606,9 @@ void Emitter::Op(const ir::OpStmt& op, int depth) {
       ir::FamilyOf(op.op()) == ir::OpFamily::kTensorTranspose)
     return View(op, depth);
   if (ir::FamilyOf(op.op()) == ir::OpFamily::kAssert) return Assert(op, depth);
-  if (ir::FamilyOf(op.op()) == ir::OpFamily::kDistCollective) return Collective(op, depth);
+  if (ir::FamilyOf(op.op()) == ir::OpFamily::kDistCollective ||
+      ir::FamilyOf(op.op()) == ir::OpFamily::kDistRma)
+    return Collective(op, depth);
   const auto& a = op.args();
   const ir::OpFamily family = ir::FamilyOf(op.op());
   const std::string where = Where(op, ir::OpName(op.op()));

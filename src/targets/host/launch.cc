@@ -83,8 +83,11 @@ struct Bridge {
   bool check_nan;
   const std::vector<std::string>* arg_names;
   std::deque<MadeTensor>* made;  // id args->size() + k is made[k] (a deque: stable)
-  Collectives* collectives;      // null: a run alone, where a collective changes nothing
+  Collectives* collectives;      // the ranks (a SoloCollectives when the run is alone)
+  bool alone;                    // rank 0 of 1: an allreduce changes nothing
   int64_t order = -1;            // the tensor every collective task writes: they run in order
+  std::vector<int64_t> windows;     // registered windows (parameter ids)
+  std::vector<int64_t> epoch_gets;  // destinations of the gets since the last fence
 };
 
 // The tensor.empty or view with id `id`, or null.
@@ -365,29 +368,46 @@ abi::AccessDesc WholeAccess(const Bridge& b, int64_t id, bool write, abi::Tensor
 // Runtime::collective: a task that writes the whole of its buffer and reads the whole of its
 // source, and a 1-element tensor of its own that every collective writes, so collectives run in
 // the order the orchestration queued them on every rank (two independent ones could otherwise
-// swap on one rank and pair with the wrong partners).
+// swap on one rank and pair with the wrong partners). One-sided ops: a put reads its x and the
+// window, a get its window and (for order) writes its destination; both take effect at the
+// fence, whose task writes every window and the epoch's get destinations.
 void Collective(void* ctx, const abi::CollectiveDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
-  static SoloCollectives solo;
-  // Alone, an allreduce is its operand: no task.
-  if (b.collectives == nullptr && desc->kind == abi::CollectiveKind::kAllreduce) return;
-  CollectiveArgs args{b.collectives ? b.collectives : &solo, {}};
+  using Kind = abi::CollectiveKind;
+  const Kind kind = desc->kind;
+  if (b.alone && kind == Kind::kAllreduce) return;  // alone, an allreduce is its operand
+  CollectiveArgs args{b.collectives, {}};
   CollectiveCall& call = args.call;
-  call.kind = desc->kind, call.op = static_cast<int>(desc->op);
+  call.kind = kind, call.op = static_cast<int>(desc->op);
   call.root = static_cast<int>(desc->root), call.where = desc->name;
+  std::copy(desc->offsets, desc->offsets + abi::kMaxRank, call.offsets);
   if (b.order < 0) {
     const abi::AllocDesc order{static_cast<int64_t>(abi::DT::kI32), 4, 1, {1}, "collective order"};
     const abi::TensorArg* unused = nullptr;
     b.order = Alloc(ctx, &order, &unused);
   }
-  abi::AccessDesc acc[3] = {};
-  acc[0] = WholeAccess(b, desc->tensor, true, &call.out, &call.dtype);
-  acc[1].tensor = b.order, acc[1].write = 1, acc[1].rank = 1, acc[1].hi[0] = 1;
-  acc[1].element_bytes = 4;
-  DType source_dtype = call.dtype;
-  const bool source = desc->source >= 0;
-  if (source) acc[2] = WholeAccess(b, desc->source, false, &call.source, &source_dtype);
-  const abi::TaskDesc task{&RunCollective, &args, sizeof args, acc, source ? 3 : 2, desc->name, 0};
+  std::vector<abi::AccessDesc> acc(1);
+  acc[0].tensor = b.order, acc[0].write = 1, acc[0].rank = 1, acc[0].hi[0] = 1;
+  acc[0].element_bytes = 4;
+  abi::TensorArg unused_t{};
+  DType unused_dt = DType::kF32;
+  if (kind == Kind::kFence) {
+    for (int64_t id : b.windows) acc.push_back(WholeAccess(b, id, true, &unused_t, &unused_dt));
+    for (int64_t id : b.epoch_gets) acc.push_back(WholeAccess(b, id, true, &unused_t, &unused_dt));
+    b.epoch_gets.clear();
+  } else {
+    const bool put = kind == Kind::kPut;
+    acc.push_back(WholeAccess(b, desc->tensor, !put, &call.out, &call.dtype));
+    if (desc->source >= 0) {
+      DType source_dtype = call.dtype;
+      acc.push_back(WholeAccess(b, desc->source, false, &call.source, &source_dtype));
+    }
+    if (kind == Kind::kWindow) call.window = desc->tensor, b.windows.push_back(desc->tensor);
+    if (put) call.window = desc->tensor;
+    if (kind == Kind::kGet) call.window = desc->source, b.epoch_gets.push_back(desc->tensor);
+  }
+  const abi::TaskDesc task{&RunCollective, &args, sizeof args, acc.data(),
+                           static_cast<int64_t>(acc.size()), desc->name, 0};
   Submit(ctx, &task);
 }
 
@@ -423,7 +443,9 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
   }
   std::deque<MadeTensor> made;  // declared before the graph: outlives every task
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made, ctx.collectives};
+  SoloCollectives solo;
+  Bridge bridge{&graph,          &packed, &args, ctx.check_nan, &ctx.arg_names, &made,
+                ctx.collectives ? ctx.collectives : &solo, ctx.collectives == nullptr};
   abi::Runtime rt{&bridge, &Submit, &Alloc, &View, &Collective,
                   ctx.collectives ? ctx.collectives->rank() : 0,
                   ctx.collectives ? ctx.collectives->size() : 1};
@@ -432,8 +454,11 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
   Status tasks = graph.Wait();  // always: tasks may still use the arguments
   if (ctx.records) *ctx.records = graph.records();
   err.message[sizeof(err.message) - 1] = '\0';
+  const bool ok = rc == 0 && tasks.ok();
+  const std::string end = bridge.windows.empty() ? "" : bridge.collectives->EndRun(ok);
   PTOX_RUNTIME_CHECK(rc == 0) << err.message;
   if (!tasks.ok()) throw Error(tasks.code(), tasks.message());
+  PTOX_RUNTIME_CHECK(end.empty()) << end;
 }
 
 }  // namespace ptox::targets::host
