@@ -107,7 +107,7 @@ std::string MpiCollectives::Rma(const targets::CollectiveCall& c) {
       world_.Fence(c.where, timeout);
       for (Transfer& t : epoch_) {
         if (t.call.kind != abi::CollectiveKind::kGet) continue;
-        targets::Flat dst(t.call.out, bytes, false);
+        targets::Flat dst(t.call.out, DTypeBytes(t.call.dtype), false);
         std::memcpy(dst.data(), t.data.data(), t.data.size());
         dst.Store();
       }

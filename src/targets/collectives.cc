@@ -173,6 +173,7 @@ std::string SoloCollectives::Run(const CollectiveCall& c) {
       for (const Pending& p : epoch_) {
         const bool put = p.call.kind == abi::CollectiveKind::kPut;
         if (put != (pass == 1)) continue;
+        const int bytes = DTypeBytes(p.call.dtype);  // the op's (the fence has no dtype)
         const abi::TensorArg& win = put ? p.call.out : p.call.source;
         Flat box(put ? p.call.source : p.call.out, bytes, false);
         char* w = static_cast<char*>(win.data);

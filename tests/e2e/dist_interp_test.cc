@@ -218,6 +218,88 @@ func @f(%x: in tensor<4xf32>, %y: inout tensor<4xf32>) {
   }
 }
 
+// One-sided access: every rank puts its rank + 1 into row 0, column `rank` of the next rank's
+// window, and gets row 1 of the previous rank's window into %g, in one epoch (no element is both
+// put and got). The windows start at -1 but for a rank's own column (100 + rank, set before the
+// run); the gets see row 1 as it was before the epoch.
+const char* kRing = R"(
+func @f(%win: inout tensor<2x{W}xf32>, %g: out tensor<1x{W}xf32>) {
+  %r = dist.rank
+  %w = dist.world_size
+  %n0 = arith.add %r, 1
+  %next = arith.rem %n0, %w
+  %p0 = arith.add %r, %w
+  %p1 = arith.sub %p0, 1
+  %prev = arith.rem %p1, %w
+  %rf = arith.cast %r : f32
+  %v = arith.add %rf, 1.0
+  %e = tensor.empty : tensor<1x1xf32>
+  %mine = tensor.add %e, %v
+  dist.put %win, %mine, %next, 0, %r
+  dist.get %g, %win, %prev, 1, 0
+  dist.fence
+}
+)";
+
+TEST(DistInterp, PutsAndGetsTakeEffectAtTheFence) {
+  const Program prog = MustParse(kRing);
+  for (int ranks : {1, 2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    std::vector<std::vector<float>> win(ranks, std::vector<float>(2 * ranks, -1.0f)),
+        g(ranks, std::vector<float>(ranks, 0.0f));
+    for (int r = 0; r < ranks; ++r) win[r][r] = win[r][ranks + r] = 100.0f + r;  // own column
+    std::vector<std::vector<Arg>> args;
+    for (int r = 0; r < ranks; ++r)
+      args.push_back({Tensor::Contiguous(win[r].data(), DType::kF32, {2, ranks}),
+                      Tensor::Contiguous(g[r].data(), DType::kF32, {1, ranks})});
+    Status st = RunRanks(prog, args);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (int r = 0; r < ranks; ++r) {
+      const int prev = (r + ranks - 1) % ranks;
+      for (int c = 0; c < ranks; ++c) {
+        // Row 0: column prev got prev + 1 (prev's put); the own column stays unless it is prev.
+        const float row0 = c == prev ? float(prev + 1) : c == r ? 100.0f + r : -1.0f;
+        EXPECT_EQ(win[r][c], row0) << "rank " << r << ", column " << c;
+        EXPECT_EQ(win[r][ranks + c], c == r ? 100.0f + r : -1.0f) << "rank " << r << ", " << c;
+        EXPECT_EQ(g[r][c], c == prev ? 100.0f + prev : -1.0f) << "rank " << r << ", " << c;
+      }
+    }
+  }
+}
+
+// Two ranks put into one element in an epoch, a put and a get of one element, no fence after a
+// put, a rank outside the world, a box past the window: errors naming the op.
+TEST(DistInterp, OneSidedErrors) {
+  auto run = [](const std::string& body, int ranks) {
+    const Program prog = MustParse(
+        "func @f(%win: inout tensor<4xf32>, %g: out tensor<2xf32>) {\n"
+        "  %r = dist.rank\n" + body + "}\n");
+    std::vector<std::vector<float>> win(ranks, std::vector<float>(4)), g(ranks, std::vector<float>(2));
+    std::vector<std::vector<Arg>> args;
+    for (int r = 0; r < ranks; ++r)
+      args.push_back({Tensor::Contiguous(win[r].data(), DType::kF32, {4}),
+                      Tensor::Contiguous(g[r].data(), DType::kF32, {2})});
+    return RunRanks(prog, args);
+  };
+  Status st = run("  %e = tensor.empty : tensor<2xf32>\n  dist.put %win, %e, 0, 1\n  dist.fence\n", 2);
+  EXPECT_NE(st.message().find("ranks 0 and 1 put into element [1] of rank 0's window in one epoch"),
+            std::string::npos)
+      << st.message();
+  st = run("  %e = tensor.empty : tensor<2xf32>\n  dist.put %win, %e, 0, 0\n"
+           "  dist.get %g, %win, 0, 1\n  dist.fence\n", 1);
+  EXPECT_NE(st.message().find("puts into element [1] of rank 0's window and rank 0 gets it"),
+            std::string::npos)
+      << st.message();
+  st = run("  %e = tensor.empty : tensor<2xf32>\n  dist.put %win, %e, 0, %r\n", 2);
+  EXPECT_NE(st.message().find("has no dist.fence after it"), std::string::npos) << st.message();
+  st = run("  dist.get %g, %win, 2, 0\n  dist.fence\n", 2);
+  EXPECT_NE(st.message().find("rank 2 is not a rank of a world of 2"), std::string::npos)
+      << st.message();
+  st = run("  dist.get %g, %win, 0, 3\n  dist.fence\n", 2);
+  EXPECT_NE(st.message().find("does not fit the window's shape 4"), std::string::npos)
+      << st.message();
+}
+
 TEST(DistInterp, RankAndWorldSize) {
   const Program prog = MustParse(R"(
 func @f(%y: out tensor<1x2xf32>) {
