@@ -67,6 +67,26 @@ def test_alone_allgather_and_reduce_scatter_copy(target):
     assert "dist.broadcast %b {root = 0}" in gather_scatter.ir()
 
 
+@ptox.jit
+def one_sided(x: pl.In[2, 8, pl.f32], win: pl.InOut[4, 8, pl.f32], g: pl.Out[2, 8, pl.f32]):
+    r = pl.dist.rank()
+    pl.dist.put(win, x, r, 2, 0)
+    pl.dist.get(g, win, r, 0, 0)
+    pl.dist.fence()
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_alone_puts_and_gets_reach_the_own_window_at_the_fence(target):
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    win = -np.arange(32, dtype=np.float32).reshape(4, 8)
+    before = win.copy()
+    g = np.zeros((2, 8), np.float32)
+    one_sided(x, win, g, target=target)
+    np.testing.assert_array_equal(g, before[:2])
+    np.testing.assert_array_equal(win[2:], x)
+    np.testing.assert_array_equal(win[:2], before[:2])
+
+
 # Each rank writes its own file: mpirun interleaves the ranks' stdout mid-line.
 SCRIPT = textwrap.dedent("""
     import numpy as np, os, sys

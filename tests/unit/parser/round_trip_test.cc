@@ -304,6 +304,12 @@ const char kDistributed[] =
     "  dist.allgather %g, %x\n"
     "  dist.reduce_scatter %h, %g {op = \"sum\"}\n"
     "  dist.broadcast %b {root = 1}\n"
+    "}\n"
+    "\n"
+    "func @rma(%x: in tensor<2x8xf32>, %win: inout tensor<8x8xf32>, %g: out tensor<2x8xf32>) {\n"
+    "  dist.put %win, %x, 1, 0, 0\n"
+    "  dist.get %g, %win, 0, 2, 0\n"
+    "  dist.fence\n"
     "}\n";
 
 TEST(ParserRoundTrip, Distributed) { ExpectRoundTrip(kDistributed); }
