@@ -1,7 +1,7 @@
 // One-sided access to windows in the reference interpreter (docs/distributed.md): dist.put and
 // dist.get are queued in the environment's epoch and take effect at dist.fence. The fence is
 // defined from the one primitive the interpreter's collectives share, every rank's value in rank
-// order (Comm::Gather), so simulated ranks and MPI ranks have the same semantics:
+// order (Comm::Gather), so simulated ranks and MPI ranks have the same semantics: a barrier, then
 //   1. every rank's window as it was before the epoch (gets read these);
 //   2. for each target rank t, every rank's puts into t (their values and a mask of the elements
 //      they write) and its gets from t (a mask);
@@ -76,6 +76,7 @@ void Fence(const ir::OpStmt& op, Env& env) {
   Comm& comm = env.comm();
   const int world = comm.size(), me = comm.rank();
   const std::string where = OpWhere(op);
+  comm.Gather(MakeDense(op, DType::kF32, {0}), where);  // a barrier, windows or not
   std::vector<std::pair<const Tensor*, Dense>> got;  // gets' destinations and values
   for (const Tensor* win : env.windows) {
     const std::vector<int64_t>& shape = win->shape;
