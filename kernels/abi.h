@@ -136,10 +136,11 @@ struct Runtime {
   void (*submit)(void* ctx, const TaskDesc* task);
   int64_t (*alloc)(void* ctx, const AllocDesc* desc, const TensorArg** out);
   int64_t (*view)(void* ctx, const ViewDesc* desc, const TensorArg** out);
-  // collective() queues a collective over the other ranks of a distributed run as a task that
-  // writes the whole of `tensor`, reads the whole of `source`, and runs after every collective
-  // queued before it (every rank must reach them in one order); rank / world_size say where this
-  // process is.
+  // collective() queues a collective or one-sided op over the other ranks of a distributed run
+  // as a task that writes the whole of `tensor` (a put only reads its window), reads the whole
+  // of `source`, and runs after every one queued before it (every rank must reach them in one
+  // order); a fence's task writes every window and the epoch's get destinations. rank /
+  // world_size say where this process is.
   void (*collective)(void* ctx, const CollectiveDesc* desc);
   int64_t rank;
   int64_t world_size;

@@ -355,10 +355,11 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     // Ranks on one machine share its cores: unless told otherwise, each gets its share of worker
     // threads (4 ranks on 2 cores with 2 workers each ran collectives at 0.6-0.9x raw MPI's
     // speed, at 0.8-1.07x with 1).
-    if (const int local = dist::World::Get().local_size();
-        ctx.threads == 0 && local > 1 && std::getenv("PTOX_NUM_THREADS") == nullptr)
-      ctx.threads = std::max(
-          1, std::min(DefaultThreads(), static_cast<int>(std::thread::hardware_concurrency()) / local));
+    const int local = dist::World::Get().local_size();
+    if (ctx.threads == 0 && local > 1 && std::getenv("PTOX_NUM_THREADS") == nullptr) {
+      const int cores = static_cast<int>(std::thread::hardware_concurrency());
+      ctx.threads = std::max(1, std::min(DefaultThreads(), cores / local));
+    }
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);

@@ -93,8 +93,12 @@ std::string MpiCollectives::Rma(const targets::CollectiveCall& c) {
       const bool put = c.kind == abi::CollectiveKind::kPut;
       const abi::TensorArg& win = put ? c.out : c.source;
       const abi::TensorArg& box = put ? c.source : c.out;
-      targets::Flat flat(box, bytes, put);
-      epoch_.push_back({std::vector<char>(flat.data(), flat.data() + flat.bytes()), c});
+      std::vector<char> copy(static_cast<size_t>(targets::Numel(box)) * bytes);
+      if (put && !copy.empty()) {
+        targets::Flat x(box, bytes, true);
+        std::memcpy(copy.data(), x.data(), copy.size());
+      }
+      epoch_.push_back({std::move(copy), c});
       char* data = epoch_.back().data.data();
       const int w = windows_.at(c.window);
       targets::ForBoxRows(win, box, c.offsets, [&](int64_t at_box, int64_t at_win, int64_t n) {

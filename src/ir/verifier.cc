@@ -224,7 +224,8 @@ class Verifier {
           << name << ": the window must be a tensor parameter of the function (each rank's own "
           << "buffer of it)";
     }
-    if (const int w = WrittenOperandPos(family); w >= 0 && static_cast<size_t>(w) < op.args().size()) {
+    const int w = WrittenOperandPos(family);
+    if (w >= 0 && static_cast<size_t>(w) < op.args().size()) {
       const Value& dst = op.args()[w].value();
       auto it = directions_.find(dst.get());
       PTOX_CHECK(it == directions_.end() || it->second != Direction::kIn, span)

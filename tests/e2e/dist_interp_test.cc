@@ -121,7 +121,8 @@ TEST(DistInterp, AllgatherReduceScatterAndBroadcast) {
   for (int ranks : {1, 2, 3, 4}) {
     const Program prog = MustParse(Replace(kOthers, "ROOT", std::to_string(ranks - 1)));
     for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {2, 33}, {0, 4}}) {
-      SCOPED_TRACE(std::to_string(ranks) + " ranks, " + std::to_string(n) + "x" + std::to_string(m));
+      SCOPED_TRACE(std::to_string(ranks) + " ranks, " + std::to_string(n) + "x" +
+                   std::to_string(m));
       const int64_t e = n * m, ge = ranks * e;
       struct R {
         std::vector<float> x, big, g, s, m, b;
@@ -274,14 +275,16 @@ TEST(DistInterp, OneSidedErrors) {
     const Program prog = MustParse(
         "func @f(%win: inout tensor<4xf32>, %g: out tensor<2xf32>) {\n"
         "  %r = dist.rank\n" + body + "}\n");
-    std::vector<std::vector<float>> win(ranks, std::vector<float>(4)), g(ranks, std::vector<float>(2));
+    std::vector<std::vector<float>> win(ranks, std::vector<float>(4)),
+        g(ranks, std::vector<float>(2));
     std::vector<std::vector<Arg>> args;
     for (int r = 0; r < ranks; ++r)
       args.push_back({Tensor::Contiguous(win[r].data(), DType::kF32, {4}),
                       Tensor::Contiguous(g[r].data(), DType::kF32, {2})});
     return RunRanks(prog, args);
   };
-  Status st = run("  %e = tensor.empty : tensor<2xf32>\n  dist.put %win, %e, 0, 1\n  dist.fence\n", 2);
+  Status st =
+      run("  %e = tensor.empty : tensor<2xf32>\n  dist.put %win, %e, 0, 1\n  dist.fence\n", 2);
   EXPECT_NE(st.message().find("ranks 0 and 1 put into element [1] of rank 0's window in one epoch"),
             std::string::npos)
       << st.message();

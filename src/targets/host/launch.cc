@@ -444,7 +444,7 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
   std::deque<MadeTensor> made;  // declared before the graph: outlives every task
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
   SoloCollectives solo;
-  Bridge bridge{&graph,          &packed, &args, ctx.check_nan, &ctx.arg_names, &made,
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made,
                 ctx.collectives ? ctx.collectives : &solo, ctx.collectives == nullptr};
   abi::Runtime rt{&bridge, &Submit, &Alloc, &View, &Collective,
                   ctx.collectives ? ctx.collectives->rank() : 0,
