@@ -2,6 +2,7 @@
 from shapes without recompiling, dtypes (bf16 via ml_dtypes and torch), errors."""
 
 import pathlib
+import re
 
 import ml_dtypes
 import numpy as np
@@ -92,12 +93,18 @@ def test_torch_tensors_zero_copy():
     assert torch.equal(outb, ab + ab)
 
 
+def _run_sizes(path):
+    """The symbolic dims an example's `// ptox-run: --dims N=20,H=300` line gives."""
+    m = re.search(r"^// ptox-run:.*--dims[ =](\S+)", path.read_text(), re.M)
+    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split(","))} if m else {}
+
+
 def test_every_example_runs_on_cpu_like_the_interpreter():
     ran = 0
     for path in sorted(EXAMPLES.rglob("*.pto")):
         k = ptox.load(str(path))
         args = []
-        sizes = {}
+        sizes = _run_sizes(path)
         rng = np.random.default_rng(0)
         for p in k.params:
             if not p["is_tensor"]:
