@@ -1,5 +1,7 @@
-// Host CPU ISA detection with CPUID + XGETBV (never /proc/cpuinfo): which SIMD extensions the CPU
-// reports and which of them the OS has enabled. Used by `ptox doctor` and the CPU backend.
+// Host CPU ISA detection (never /proc/cpuinfo): on x86 with CPUID + XGETBV, which SIMD extensions
+// the CPU reports and which of them the OS has enabled; on AArch64 with the kernel's hardware
+// capabilities (getauxval) and the SVE vector length (prctl). Used by `ptox doctor` and the CPU
+// backend.
 #pragma once
 
 #include <cstdint>
@@ -55,5 +57,20 @@ inline bool Usable(const CpuFeatures& cpu, const CpuFeatureInfo& f) {
 
 // Queries the CPU (cheap; a few CPUID instructions).
 CpuFeatures Detect();
+
+// What an AArch64 host runs, as its kernel reports it (AT_HWCAP / AT_HWCAP2: the kernel enables a
+// feature's state before it sets the bit, so there is no separate OS check as on x86).
+struct ArmFeatures {
+  bool aarch64 = false;  // false on other architectures: every feature below is false
+  bool asimd = false;    // NEON (Advanced SIMD); every AArch64 Linux host has it
+  bool sve = false;
+  bool sve2 = false;
+  bool bf16 = false;     // BFDOT / BFMMLA (FEAT_BF16)
+  bool dotprod = false;  // SDOT / UDOT (FEAT_DotProd)
+  bool i8mm = false;     // SMMLA / USDOT (FEAT_I8MM)
+  int sve_bits = 0;      // this thread's SVE vector length in bits (PR_SVE_GET_VL); 0 without
+                         // SVE
+};
+ArmFeatures DetectArm();
 
 }  // namespace ptox

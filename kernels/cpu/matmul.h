@@ -18,6 +18,9 @@
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
 #define PTOX_CPU_MATMUL_SIMD 1
+#elif defined(__aarch64__) && !defined(PTOX_CPU_SCALAR)  // Advanced SIMD: every AArch64 target
+#include <arm_neon.h>
+#define PTOX_CPU_MATMUL_SIMD 1
 #endif
 
 namespace ptox::cpu {
@@ -108,6 +111,34 @@ struct Vec {
     }
   }
 };
+#elif defined(__aarch64__)
+// Advanced SIMD (NEON), on cpu-neon and cpu-sve alike (SVE's vectors are sizeless, so they cannot
+// be the register block's array elements): 4 lanes, FMLA; a broadcast A value times B vectors is
+// FMLA by element once the compiler sees the broadcast. bf16 widens by a long shift, f16 by FCVTL
+// (exact, as the F16C conversion).
+struct Vec {
+  using V = float32x4_t;
+  static constexpr int kLanes = 4;
+  static V Zero() { return vdupq_n_f32(0.0f); }
+  static V Load(const float* p) { return vld1q_f32(p); }
+  static V Set1(float x) { return vdupq_n_f32(x); }
+  static V Fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static V Add(V a, V b) { return vaddq_f32(a, b); }
+  static void Store(float* p, V v) { vst1q_f32(p, v); }
+  static float Sum(V v) { return vaddvq_f32(v); }
+  template <DT D>
+  static V Widen(const void* p) {
+    if constexpr (D == DT::kF32) {
+      return vld1q_f32(static_cast<const float*>(p));
+    } else {
+      const uint16x4_t h = vld1_u16(static_cast<const uint16_t*>(p));
+      if constexpr (D == DT::kBF16)
+        return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+      else
+        return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    }
+  }
+};
 #else
 struct Vec {
   using V = __m256;
@@ -145,7 +176,7 @@ using V = Vec::V;
 // block. AVX-512: 8 x 3 zmm = 24 accumulators (+3 B vectors + broadcasts of 32 registers): 11
 // loads per 24 FMAs, and 24 independent chains hide the FMA latency on two pipes. AVX2: 6 x 2
 // ymm = 12 of 16 registers (BLIS's Haswell shape).
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__aarch64__)  // AArch64: 24 of 32 registers as well
 constexpr int kMR = 8, kNV = 3;
 #else
 constexpr int kMR = 6, kNV = 2;
@@ -314,7 +345,7 @@ __attribute__((noinline)) void PackB(float* dst, Src<D> b, int64_t kc, int64_t n
         for (int64_t j0 = g; j0 < std::min(full, g + kGroup); j0 += kNR)
 #pragma GCC unroll 4
           for (int v = 0; v < kNV; ++v) {
-            _mm_prefetch(b.p + (k + 8) * b.rs + j0 + v * kL, _MM_HINT_T0);
+            __builtin_prefetch(b.p + (k + 8) * b.rs + j0 + v * kL, 0, 3);
             Vec::Store(dst + j0 * kc + k * kNR + v * kL,
                        Vec::Widen<D>(b.p + k * b.rs + j0 + v * kL));
           }
@@ -377,7 +408,7 @@ __attribute__((always_inline)) inline void StartBlock(V (&acc)[kMR][kNVc], const
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r) {
 #pragma GCC unroll 8
-    for (int64_t off = 0; off < kNVc * kL; off += 16) _mm_prefetch(c + r * ldc + off, _MM_HINT_T0);
+    for (int64_t off = 0; off < kNVc * kL; off += 16) __builtin_prefetch(c + r * ldc + off, 0, 3);
 #pragma GCC unroll 4
     for (int v = 0; v < kNVc; ++v) acc[r][v] = Vec::Zero();
   }
@@ -439,10 +470,10 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const PA& a,
     for (int v = 0; v < kNVc; ++v) bv[v] = Vec::Widen<DB>(b + k * ldb + v * kL);
     if constexpr (kPf == kNextPanel)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (k + 16) * ldb + kNR + v * kL, _MM_HINT_T0);
+      for (int v = 0; v < kNVc; ++v) __builtin_prefetch(b + (k + 16) * ldb + kNR + v * kL, 0, 3);
     else if constexpr (kPf == kAheadInPanel)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNVc; ++v) _mm_prefetch(b + (k + kAhead) * ldb + v * kL, _MM_HINT_T0);
+      for (int v = 0; v < kNVc; ++v) __builtin_prefetch(b + (k + kAhead) * ldb + v * kL, 0, 3);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
       const V ar = Vec::Set1(AAt(a, k, r));
@@ -638,7 +669,7 @@ inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b) 
     // The same columns of the next row group: each task streams many rows in stripes of a few
     // KiB and the hardware prefetchers restart on every row (GEMV 1 x 4096 x 11008 in
     // 1376-column stripes, 2 threads: 3.4 ms without, 3.0 ms with).
-    for (int u = 0; u < kKU; ++u) _mm_prefetch(b.p + (u + kKU) * b.rs + j, _MM_HINT_T0);
+    for (int u = 0; u < kKU; ++u) __builtin_prefetch(b.p + (u + kKU) * b.rs + j, 0, 3);
     for (int r = 0; r < kRows; ++r) {
       V acc = Vec::Load(c + r * ldc + j);
       for (int u = 0; u < kKU; ++u) acc = Vec::Fma(av[r][u], bv[u], acc);
@@ -704,7 +735,7 @@ inline void DotStreams(float* c, int64_t ldc, int64_t k, Src<DA> a,
     for (int s = 0; s < kS; ++s) {
       const Unaligned<Memory<DB>>* p = b + s * b_stride + kk;
       for (int off = 0; off < kStepBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + off, _MM_HINT_T0);
+        __builtin_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + off, 0, 3);
       for (int u = 0; u < 2; ++u) {
         const V bv = Vec::Widen<DB>(p + u * kL);
         for (int r = 0; r < kRows; ++r) acc[s][r][u] = Vec::Fma(av[r][u], bv, acc[s][r][u]);

@@ -17,12 +17,7 @@
 
 #include <algorithm>
 
-// Highway 1.0 enables its AVX2 / AVX-512 targets only with -maes -mpclmul, which x86-64-v3 / v4 do
-// not imply; without this the static target would fall back to SSSE3. No AES / CLMUL op is used.
-#ifndef HWY_DISABLE_PCLMUL_AES
-#define HWY_DISABLE_PCLMUL_AES
-#endif
-#include <hwy/highway.h>
+#include "kernels/cpu/hwy.h"
 
 #include "kernels/cpu/functors.h"
 
@@ -54,6 +49,40 @@ inline V Apply(V a, V b) {
   else return MinExact(a, b);
 }
 
+// The 4 vector accumulators a row reduction carries from one piece of a row to the next. SVE
+// vectors are sizeless and cannot be members, so on scalable targets they wait in memory between
+// pieces (a load and a store per accumulator per piece of at least 4 vectors).
+class Carried {
+ public:
+#if HWY_HAVE_SCALABLE
+  V Get(int i) const { return hn::Load(D(), lanes_[i]); }
+  void Set(V a, V b, V c, V e) {
+    const D d;
+    hn::Store(a, d, lanes_[0]);
+    hn::Store(b, d, lanes_[1]);
+    hn::Store(c, d, lanes_[2]);
+    hn::Store(e, d, lanes_[3]);
+  }
+
+ private:
+  alignas(64) float lanes_[4][HWY_MAX_BYTES / sizeof(float)];
+#else
+  V Get(int i) const { return v_[i]; }
+  void Set(V a, V b, V c, V e) {
+    v_[0] = a;
+    v_[1] = b;
+    v_[2] = c;
+    v_[3] = e;
+  }
+
+ private:
+  V v_[4];
+#endif
+
+ public:
+  void Fill(V x) { Set(x, x, x, x); }
+};
+
 // Sum of a row in f32, given in consecutive pieces (every piece but the last a multiple of
 // kPiece elements, as fused loops' chunks are): 4 accumulators (hides the add latency) over
 // blocks of 4 vectors, then single vectors into the first, lanes folded by a tree, and the last
@@ -63,27 +92,32 @@ class SumAcc {
   static constexpr int64_t kPiece = 4 * HWY_MAX_BYTES / sizeof(float);
   static_assert(256 % kPiece == 0, "fused loops' chunks (targets/cpu/fusion.cc) are 256 wide");
 
+  SumAcc() { s_.Fill(hn::Zero(D())); }
   void Add(const float* p, int64_t n) {
-    const int64_t N = static_cast<int64_t>(hn::Lanes(d_));
+    const D d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    V s0 = s_.Get(0), s1 = s_.Get(1), s2 = s_.Get(2), s3 = s_.Get(3);
     int64_t k = 0;
     for (; k + 4 * N <= n; k += 4 * N) {
-      s0_ = hn::Add(s0_, hn::LoadU(d_, p + k));
-      s1_ = hn::Add(s1_, hn::LoadU(d_, p + k + N));
-      s2_ = hn::Add(s2_, hn::LoadU(d_, p + k + 2 * N));
-      s3_ = hn::Add(s3_, hn::LoadU(d_, p + k + 3 * N));
+      s0 = hn::Add(s0, hn::LoadU(d, p + k));
+      s1 = hn::Add(s1, hn::LoadU(d, p + k + N));
+      s2 = hn::Add(s2, hn::LoadU(d, p + k + 2 * N));
+      s3 = hn::Add(s3, hn::LoadU(d, p + k + 3 * N));
     }
-    for (; k + N <= n; k += N) s0_ = hn::Add(s0_, hn::LoadU(d_, p + k));
+    for (; k + N <= n; k += N) s0 = hn::Add(s0, hn::LoadU(d, p + k));
     for (; k < n; ++k) tail_[tails_++] = p[k];  // fewer than N, and only in the last piece
+    s_.Set(s0, s1, s2, s3);
   }
   float Result() const {
-    float acc = hn::GetLane(hn::SumOfLanes(d_, hn::Add(hn::Add(s0_, s1_), hn::Add(s2_, s3_))));
+    const D d;
+    const V all = hn::Add(hn::Add(s_.Get(0), s_.Get(1)), hn::Add(s_.Get(2), s_.Get(3)));
+    float acc = hn::GetLane(hn::SumOfLanes(d, all));
     for (int k = 0; k < tails_; ++k) acc += tail_[k];
     return acc;
   }
 
  private:
-  D d_;
-  V s0_ = hn::Zero(d_), s1_ = s0_, s2_ = s0_, s3_ = s0_;
+  Carried s_;
   float tail_[HWY_MAX_BYTES / sizeof(float)];
   int tails_ = 0;
 };
@@ -126,11 +160,14 @@ inline V Ordered(V a, V b) {
 template <typename Fn>
 class ExtremeAcc {
  public:
+  ExtremeAcc() { m_.Fill(hn::Zero(D())); }
   void Add(const float* p, int64_t n) {
     if (done_) return;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(d_));
+    const D d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
     const bool started = started_;
-    const V b0 = m0_, b1 = m1_, b2 = m2_, b3 = m3_;
+    V m0 = m_.Get(0), m1 = m_.Get(1), m2 = m_.Get(2), m3 = m_.Get(3);
+    const V b0 = m0, b1 = m1, b2 = m2, b3 = m3;
     int64_t k = 0;
 #if HWY_TARGET <= HWY_AVX3
     // Whether each lane has been free of NaN so far, kept by a masked compare: one instruction
@@ -145,30 +182,31 @@ class ExtremeAcc {
     auto seen = [](int, V) {};  // Apply keeps NaN: the accumulators show it
 #endif
     if (!started_ && n >= N) {  // Fn(x, x) == x: every accumulator may start from one vector
-      m0_ = m1_ = m2_ = m3_ = hn::LoadU(d_, p);
-      seen(0, m0_);
+      m0 = m1 = m2 = m3 = hn::LoadU(d, p);
+      seen(0, m0);
       started_ = true;
       k = N;
     }
     auto step = [&](int i, V& m, const float* q) {
-      const V x = hn::LoadU(d_, q);
+      const V x = hn::LoadU(d, q);
       m = Ordered<Fn>(m, x);
       seen(i, x);
     };
     for (; k + 4 * N <= n; k += 4 * N) {
-      step(0, m0_, p + k);
-      step(1, m1_, p + k + N);
-      step(2, m2_, p + k + 2 * N);
-      step(3, m3_, p + k + 3 * N);
+      step(0, m0, p + k);
+      step(1, m1, p + k + N);
+      step(2, m2, p + k + 2 * N);
+      step(3, m3, p + k + 3 * N);
     }
-    for (; k + N <= n; k += N) step(0, m0_, p + k);
+    for (; k + N <= n; k += N) step(0, m0, p + k);
     for (; k < n; ++k) tail_[tails_++] = p[k];  // fewer than N, and only in the last piece
 #if HWY_TARGET <= HWY_AVX3
     const bool nan = (ordered[0] & ordered[1] & ordered[2] & ordered[3]) != 0xFFFF;
 #else
-    const V all = Apply<Fn>(Apply<Fn>(m0_, m1_), Apply<Fn>(m2_, m3_));  // NaN if any lane is
-    const bool nan = !hn::AllFalse(d_, hn::IsNaN(all));
+    const V all = Apply<Fn>(Apply<Fn>(m0, m1), Apply<Fn>(m2, m3));  // NaN if any lane is
+    const bool nan = !hn::AllFalse(d, hn::IsNaN(all));
 #endif
+    m_.Set(m0, m1, m2, m3);
     if (started_ && nan) {
       int64_t j = 0;
       float acc = started ? Fold(b0, b1, b2, b3) : p[j++];
@@ -181,22 +219,22 @@ class ExtremeAcc {
   float Result() const {
     if (done_) return result_;
     int k = 0;
-    float acc = started_ ? Fold(m0_, m1_, m2_, m3_) : tail_[k++];
+    float acc = started_ ? Fold(m_.Get(0), m_.Get(1), m_.Get(2), m_.Get(3)) : tail_[k++];
     for (; k < tails_; ++k) acc = Fn::F(acc, tail_[k]);
     return acc;
   }
 
  private:
   float Fold(V a, V b, V c, V e) const {
+    const D d;
     alignas(64) float lanes[HWY_MAX_BYTES / sizeof(float)];
-    hn::Store(Apply<Fn>(Apply<Fn>(a, b), Apply<Fn>(c, e)), d_, lanes);
+    hn::Store(Apply<Fn>(Apply<Fn>(a, b), Apply<Fn>(c, e)), d, lanes);
     float acc = lanes[0];
-    for (size_t j = 1; j < hn::Lanes(d_); ++j) acc = Fn::F(acc, lanes[j]);
+    for (size_t j = 1; j < hn::Lanes(d); ++j) acc = Fn::F(acc, lanes[j]);
     return acc;
   }
 
-  D d_;
-  V m0_ = hn::Zero(d_), m1_ = m0_, m2_ = m0_, m3_ = m0_;
+  Carried m_;  // valid once started_
   float tail_[HWY_MAX_BYTES / sizeof(float)];
   int tails_ = 0;
   bool started_ = false, done_ = false;

@@ -11,10 +11,7 @@
 
 #include <cstdint>
 
-#ifndef HWY_DISABLE_PCLMUL_AES  // see kernels/cpu/reduce.h
-#define HWY_DISABLE_PCLMUL_AES
-#endif
-#include <hwy/highway.h>
+#include "kernels/cpu/hwy.h"
 
 #include "kernels/scalar.h"
 

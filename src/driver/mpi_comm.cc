@@ -6,6 +6,7 @@
 #include "interp/numeric.h"
 #include "kernels/scalar.h"
 #include "support/error.h"
+#include "support/vector_clones.h"
 
 namespace ptox::driver {
 
@@ -30,11 +31,6 @@ namespace {
 // ISA): at 1 MB on 2 ranks a fold is a tenth of the collective. By blocks of the result: the
 // partial folds of more than two values stay in `acc` (in the L1), and only the last op writes
 // `out`, once the block of every value has been read, so `out` may be one of the values.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PTOX_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PTOX_VECTOR_CLONES
-#endif
 template <bool kMax>
 PTOX_VECTOR_CLONES void FoldF32(float* out, const void* const* values, int count, int64_t n) {
   constexpr int64_t kBlock = 2048;

@@ -1,6 +1,7 @@
 // Memory bandwidth ceilings (include/ptox/bandwidth.h): the triad and a read-only sum, cloned for
 // AVX-512 / AVX2 so the ceiling is not held back by the build's baseline ISA.
 #include "ptox/bandwidth.h"
+#include "support/vector_clones.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,14 +12,14 @@
 namespace ptox {
 namespace {
 
-__attribute__((noinline, target_clones("avx512f", "avx2", "default"))) void Triad(
+__attribute__((noinline)) PTOX_VECTOR_CLONES void Triad(
     float* __restrict a, const float* __restrict b, const float* __restrict c, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
 }
 
 // Four streams at once per thread: one stream reads ~15 % slower on one thread here (the
 // prefetchers keep more lines in flight for several); 64 lanes hide the add latency.
-__attribute__((noinline, target_clones("avx512f", "avx2", "default"))) float ReadSum(
+__attribute__((noinline)) PTOX_VECTOR_CLONES float ReadSum(
     const float* __restrict p, int64_t n) {
   constexpr int kStreams = 4;
   const int64_t part = n / kStreams / 16 * 16;

@@ -1,7 +1,14 @@
-// CPUID / XGETBV queries behind ptox::Detect(). x86 only; other architectures report x86=false.
+// CPUID / XGETBV queries behind ptox::Detect() (x86 only; other architectures report x86=false),
+// and getauxval / prctl behind ptox::DetectArm() (AArch64 only).
 #include "ptox/cpu_features.h"
 
 #include <cstring>
+
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -92,6 +99,27 @@ CpuFeatures Detect() {
 }
 #else
 CpuFeatures Detect() { return CpuFeatures{}; }
+#endif
+
+#if defined(__aarch64__)
+ArmFeatures DetectArm() {
+  ArmFeatures f;
+  f.aarch64 = true;
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.asimd = hw & HWCAP_ASIMD;
+  f.sve = hw & HWCAP_SVE;
+  f.dotprod = hw & HWCAP_ASIMDDP;
+  f.sve2 = hw2 & HWCAP2_SVE2;
+  f.bf16 = hw2 & HWCAP2_BF16;
+  f.i8mm = hw2 & HWCAP2_I8MM;
+  if (f.sve) {
+    const int vl = prctl(PR_SVE_GET_VL);  // bytes in the low 16 bits, flags above
+    if (vl > 0) f.sve_bits = (vl & PR_SVE_VL_LEN_MASK) * 8;
+  }
+  return f;
+}
+#else
+ArmFeatures DetectArm() { return ArmFeatures{}; }
 #endif
 
 }  // namespace ptox

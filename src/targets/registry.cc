@@ -19,15 +19,15 @@ std::shared_ptr<const Executable> Target::Interpret(const ir::Func&) const {
 
 const std::vector<const Target*>& AllTargets() {
   static const cpu::CpuTarget avx512(cpu::Isa::kAvx512), avx2(cpu::Isa::kAvx2),
-      scalar(cpu::Isa::kScalar);
+      sve(cpu::Isa::kSve), neon(cpu::Isa::kNeon), scalar(cpu::Isa::kScalar);
   static const InterpTarget interp;
-  static const std::vector<const Target*> all = {&avx512, &avx2, &scalar, &interp};
+  static const std::vector<const Target*> all = {&avx512, &avx2, &sve, &neon, &scalar, &interp};
   return all;
 }
 
 namespace {
 
-// "interp, cpu, cpu-avx512, cpu-avx2, cpu-scalar": what --target accepts (targets that are a
+// "interp, cpu, cpu-avx512, cpu-avx2, cpu-sve, cpu-neon, cpu-scalar": what --target accepts (targets that are a
 // family of their own, then the families of several, then their members).
 std::string Names() {
   std::vector<std::string> single, families, members;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "tests/common/half.h"
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -38,7 +40,7 @@ double DecodeFloat(DType dtype, const char* p) {
     std::memcpy(&f, &u, 4);
     return f;
   }
-  _Float16 x;
+  ptox::test::Half x;
   std::memcpy(&x, &h, 2);
   return static_cast<double>(x);
 }

@@ -1,6 +1,8 @@
 // Input values for the conformance suite: random data per dtype with the edge cases of
 // docs/ops.md mixed in. Conversions are written here, independently of kernels/scalar.h.
 #include <cmath>
+
+#include "tests/common/half.h"
 #include <cstring>
 #include <limits>
 
@@ -44,7 +46,7 @@ uint16_t ToBf16(float x) {
   return static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
 }
 uint16_t ToF16(float x) {
-  _Float16 h = static_cast<_Float16>(x);
+  ptox::test::Half h = static_cast<ptox::test::Half>(x);
   uint16_t b;
   std::memcpy(&b, &h, 2);
   return b;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptox/tensor.h"
+#include "tests/common/half.h"
 
 namespace ptox::testing {
 
@@ -24,8 +25,8 @@ inline float RoundBf16(float x) {
   std::memcpy(&r, &u, 4);
   return r;
 }
-// f32 -> f16 -> f32 with the compiler's own _Float16 conversion (IEEE, round to nearest even).
-inline float RoundF16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+// f32 -> f16 -> f32 with the compiler's own binary16 conversion (IEEE, round to nearest even).
+inline float RoundF16(float x) { return static_cast<float>(static_cast<ptox::test::Half>(x)); }
 
 inline float RoundTo(DType t, float x) {
   if (t == DType::kBF16) return RoundBf16(x);
@@ -54,7 +55,7 @@ class HostTensor {
         uint16_t h; std::memcpy(&h, p + 2 * i, 2);
         uint32_t u = uint32_t(h) << 16; float f; std::memcpy(&f, &u, 4); return f;
       }
-      case DType::kF16: { _Float16 h; std::memcpy(&h, p + 2 * i, 2); return float(h); }
+      case DType::kF16: { ptox::test::Half h; std::memcpy(&h, p + 2 * i, 2); return float(h); }
       case DType::kI32: {
         int32_t v;
         std::memcpy(&v, p + 4 * i, 4);
@@ -78,7 +79,11 @@ class HostTensor {
         uint32_t u; float r = RoundBf16(x); std::memcpy(&u, &r, 4);
         uint16_t h = uint16_t(u >> 16); std::memcpy(p + 2 * i, &h, 2); break;
       }
-      case DType::kF16: { _Float16 h = static_cast<_Float16>(x); std::memcpy(p + 2 * i, &h, 2); break; }
+      case DType::kF16: {
+        ptox::test::Half h = static_cast<ptox::test::Half>(x);
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
       case DType::kI32: {
         int32_t v = static_cast<int32_t>(x);
         std::memcpy(p + 4 * i, &v, 4);

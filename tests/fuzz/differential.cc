@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cmath>
+
+#include "tests/common/half.h"
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -75,7 +77,7 @@ void PutCli(Buffer& b, int64_t i, uint64_t r) {
   switch (b.dtype) {
     case DType::kF32: std::memcpy(p, &f, 4); return;
     case DType::kF16: {
-      const _Float16 h = static_cast<_Float16>(f);
+      const ptox::test::Half h = static_cast<ptox::test::Half>(f);
       std::memcpy(p, &h, 2);
       return;
     }
@@ -167,7 +169,7 @@ double Element(const Buffer& b, int64_t i) {
       return f;
     }
     case DType::kF16: {
-      _Float16 h;
+      ptox::test::Half h;
       std::memcpy(&h, p, 2);
       return static_cast<double>(h);
     }

@@ -60,7 +60,8 @@ Handler RegisterCompile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* sub = app.add_subcommand("compile", "Compile a program for a target and emit a stage");
   sub->add_option("file", args->file, "a .pto file")->required();
-  sub->add_option("--target", args->target, "cpu, cpu-avx512, cpu-avx2 or cpu-scalar");
+  sub->add_option("--target", args->target,
+                  "cpu, cpu-avx512, cpu-avx2, cpu-sve, cpu-neon or cpu-scalar");
   sub->add_option("--function", args->function, "the function to compile (default: the last)");
   const std::map<std::string, Emit> emits = {
       {"ir", Emit::kIr}, {"src", Emit::kSource}, {"bin", Emit::kBinary}};

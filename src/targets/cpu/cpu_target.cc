@@ -1,7 +1,8 @@
-// The CPU targets: cpu-scalar, cpu-avx2, cpu-avx512 (one ISA each) and their toolchain — the host
-// C++ compiler found at run time, spawned directly (no shell), producing a shared object that is
-// loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV (ptox/cpu_features.h);
-// tests hide ISAs with PTOX_CPU_DISABLE.
+// The CPU targets: cpu-scalar, cpu-avx2, cpu-avx512, cpu-neon, cpu-sve (one ISA each) and their
+// toolchain — the host C++ compiler found at run time, spawned directly (no shell), producing a
+// shared object that is loaded with dlopen. Which ISAs the host runs comes from CPUID + XGETBV on
+// x86-64 and from the kernel's hardware capabilities on AArch64 (ptox/cpu_features.h); tests hide
+// ISAs with PTOX_CPU_DISABLE.
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,15 +39,21 @@ std::string KernelsRoot() {
   return PTOX_SOURCE_DIR;
 }
 
-// The compiler: $PTOX_CXX, else the first of g++, c++, clang++ on PATH (empty when none is).
-// Resolved once per process.
+// The compiler that built ptox when it was cross-compiled (aarch64-linux-gnu-g++ for a build run
+// under qemu-aarch64: the host's g++ would make x86-64 code); empty for a native build.
+#ifndef PTOX_CROSS_CXX
+#define PTOX_CROSS_CXX ""
+#endif
+
+// The compiler: $PTOX_CXX, else the cross compiler ptox was built with, else the first of g++,
+// c++, clang++ on PATH (empty when none is). Resolved once per process.
 const std::string& CompilerPath() {
   static const std::string path = [] {
     if (const char* env = std::getenv("PTOX_CXX"); env && *env) {
       return FindExecutable(env).value_or(std::string());
     }
-    for (const char* name : {"g++", "c++", "clang++"})
-      if (auto p = FindExecutable(name)) return *p;
+    for (const char* name : {PTOX_CROSS_CXX, "g++", "c++", "clang++"})
+      if (auto p = *name ? FindExecutable(name) : std::nullopt) return *p;
     return std::string();
   }();
   return path;
@@ -63,7 +70,7 @@ std::string NoCompilerMessage() {
 }
 
 // Test hook: PTOX_CPU_DISABLE=avx512,avx2 (a comma-separated list of ISA names: scalar, avx2,
-// avx512) makes Available() answer as on a host without those ISAs. Read on every call.
+// avx512, neon, sve) makes Available() answer as on a host without those ISAs. Read on every call.
 bool DisabledByEnv(std::string_view isa) {
   const char* env = std::getenv("PTOX_CPU_DISABLE");
   std::string_view list = env ? env : "";
@@ -187,6 +194,8 @@ std::string_view CpuTarget::name() const {
     case Isa::kScalar: return "cpu-scalar";
     case Isa::kAvx2: return "cpu-avx2";
     case Isa::kAvx512: return "cpu-avx512";
+    case Isa::kNeon: return "cpu-neon";
+    case Isa::kSve: return "cpu-sve";
   }
   return "?";
 }
@@ -202,6 +211,14 @@ bool CpuTarget::Available(std::string* why) const {
   const bool disabled = DisabledByEnv(isa);
   const std::string note = disabled ? " (disabled by PTOX_CPU_DISABLE)" : "";
   if (isa_ == Isa::kScalar) return disabled ? fail("disabled by PTOX_CPU_DISABLE") : true;
+  if (isa_ == Isa::kNeon || isa_ == Isa::kSve) {
+    static const ArmFeatures arm = ::ptox::DetectArm();
+    if (!arm.aarch64) return fail("the host is not AArch64");
+    if (isa_ == Isa::kNeon && (disabled || !arm.asimd))
+      return fail("the host lacks Advanced SIMD (NEON)" + note);
+    if (isa_ == Isa::kSve && (disabled || !arm.sve)) return fail("the host lacks SVE" + note);
+    return true;
+  }
   static const CpuFeatures f = ::ptox::Detect();
   if (!f.x86) return fail("the host is not x86-64");
   if (isa_ == Isa::kAvx2 && (disabled || !(f.avx2 && f.fma && f.os_ymm)))
@@ -245,6 +262,22 @@ std::vector<std::string> CpuTarget::Flags() const {
       if (f.avx512_vnni && f.os_zmm) flags.push_back("-mavx512vnni");
       break;
     }
+    case Isa::kNeon:
+    case Isa::kSve: break;  // never available on x86-64
+  }
+#elif defined(__aarch64__)
+  switch (isa_) {
+    case Isa::kScalar:
+      // Advanced SIMD is part of AArch64: the scalar build keeps the compiler, Highway (emulated
+      // 128-bit vectors, plain C++) and the tile library (PTOX_CPU_SCALAR) from using it.
+      flags.insert(flags.end(), {"-march=armv8-a", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
+                                 "-DHWY_COMPILE_ONLY_EMU128", "-DPTOX_CPU_SCALAR"});
+      break;
+    case Isa::kNeon: flags.push_back("-march=armv8-a"); break;
+    // Vector-length agnostic: one binary for every SVE length (Highway's HWY_SVE target).
+    case Isa::kSve: flags.push_back("-march=armv8.2-a+sve"); break;
+    case Isa::kAvx2:
+    case Isa::kAvx512: break;  // never available on AArch64
   }
 #endif
   return flags;

@@ -1,4 +1,4 @@
-// The CPU target family: one Target per ISA (scalar, AVX2, AVX-512).
+// The CPU target family: one Target per ISA (scalar; AVX2, AVX-512 on x86-64; NEON, SVE on AArch64).
 #pragma once
 
 #include <string>
@@ -11,7 +11,7 @@ namespace ptox::targets::cpu {
 
 using EntryFn = abi::EntryFn;
 
-enum class Isa { kScalar, kAvx2, kAvx512 };
+enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kSve };
 
 class CpuTarget final : public CompiledTarget {
  public:

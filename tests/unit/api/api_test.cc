@@ -171,7 +171,8 @@ TEST(Targets, InterpIsATargetWithIrButNoSource) {
   Result<std::string> unknown = Compile(*prog, {.target = "gpu"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find(
-                "unknown target 'gpu' (available: interp, cpu, cpu-avx512, cpu-avx2, cpu-scalar)"),
+                "unknown target 'gpu' (available: interp, cpu, cpu-avx512, cpu-avx2, cpu-sve, "
+                "cpu-neon, cpu-scalar)"),
             std::string::npos)
       << unknown.status().message();
 }
