@@ -17,20 +17,28 @@ packages=(
   python3-numpy                                      # tests/e2e/numpy_check.py (reference)
   openmpi-bin libopenmpi-dev                         # distributed runs (mpirun, MPI)
   libdnnl-dev libopenblas-dev libeigen3-dev          # bench/matmul_bench baselines (optional)
+  # The Arm targets, cross-built and run under QEMU (docs/targets.md, scripts/test_arm.sh): the
+  # cross compiler and binutils, qemu-aarch64, and the arm64 builds of the libraries ptox links
+  # (Debian multiarch: the arm64 architecture is added below).
+  g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
+  libfmt-dev:arm64 libxxhash-dev:arm64 libgtest-dev:arm64 libhwy-dev:arm64
 )
 
 # `setup.sh --bench` adds what the benchmarks plot with; what they compare against comes from PyPI
 # below (torch, llama.cpp).
 [ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib)
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $sudo dpkg --add-architecture arm64
+  fi
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

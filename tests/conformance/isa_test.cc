@@ -1,11 +1,14 @@
 // Disassembles the shared objects each CPU target builds (objdump) and checks the ISA they use:
 // cpu-avx512 uses zmm registers, cpu-avx2 nothing EVEX-only (zmm, {k} masks, {1toN} broadcasts),
-// cpu-scalar no ymm / zmm at all.
+// cpu-scalar no ymm / zmm at all. On AArch64: the loops that do the floating-point work of exp
+// and of the matmul micro-kernel are SVE (cpu-sve) or NEON (cpu-neon) code with no scalar
+// floating-point instruction in them, and the AArch64 cpu-scalar build has no vector arithmetic.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "driver/cache.h"
@@ -18,7 +21,11 @@
 namespace ptox::conformance {
 namespace {
 
-constexpr const char* kObjdump = "/usr/bin/objdump";
+// The build's objdump (aarch64-linux-gnu-objdump in a cross build run under QEMU).
+#ifndef PTOX_OBJDUMP
+#define PTOX_OBJDUMP "/usr/bin/objdump"
+#endif
+constexpr const char* kObjdump = PTOX_OBJDUMP;
 
 // y = exp(a) + b over 64 x 256 f32: vectorizable elementwise work.
 Program ExpAddProgram() {
@@ -36,6 +43,22 @@ Program ExpAddProgram() {
   return *p;
 }
 
+// C = A B over 64 x 128 x 96 f32 tiles: the packed GEMM's micro-kernel.
+Program MatmulProgram() {
+  FunctionBuilder f("mm");
+  Val a = f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{64}, int64_t{128}});
+  Val b = f.Param("b", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{96}});
+  Val c = f.Param("c", ParamDirection::kOut, DType::kF32, {int64_t{64}, int64_t{96}});
+  f.Incore([&] {
+    Val ta = f.Load(a, {int64_t{0}, int64_t{0}}, 64, 128);
+    Val tb = f.Load(b, {int64_t{0}, int64_t{0}}, 128, 96);
+    f.Store(f.Matmul(ta, tb), c, {int64_t{0}, int64_t{0}});
+  });
+  Result<Program> p = f.Build();
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return *p;
+}
+
 bool HostRuns(const std::string& target) {
   std::vector<std::string> all = AvailableTargets();
   return std::find(all.begin(), all.end(), target) != all.end();
@@ -43,8 +66,7 @@ bool HostRuns(const std::string& target) {
 
 // Builds the program for `target` through the driver's cache and returns the disassembly of the
 // shared object.
-std::string Disassemble(const std::string& target_name) {
-  Program prog = ExpAddProgram();
+std::string Disassemble(const std::string& target_name, const Program& prog = ExpAddProgram()) {
   const ir::Func& func = *prog.module().funcs.back();
   const targets::CompiledTarget* target = targets::GetTarget(target_name).compiled();
   EXPECT_NE(target, nullptr) << target_name << " is no compiled target";
@@ -64,14 +86,90 @@ int Count(const std::string& text, const std::string& pattern) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
+// An AArch64 loop found in a disassembly: the instructions from a backward branch's target to
+// the branch, and its floating-point arithmetic by register kind.
+struct Loop {
+  int vector_fp = 0;  // on z registers (SVE) or v registers (NEON)
+  int scalar_fp = 0;  // on s / d / h registers
+};
+
+// Every innermost loop (backward branch) of an AArch64 disassembly, counted. Floating-point arithmetic is
+// what the kernels' inner loops do: add, sub, mul, div, fused multiply-add and its forms, max,
+// min, conversions to integer, square roots.
+std::vector<Loop> ArmLoops(const std::string& dis) {
+  static const std::regex insn(R"(^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$)");
+  static const std::regex branch(R"(^(b\.\w+|cbn?z|tbn?z|b)$)");
+  static const std::regex target(R"(\b([0-9a-f]+) <)");
+  static const std::regex fp(R"(^f(add|sub|mul|div|mla|mls|mad|msb|nmla|nmls|madd|msub|nmadd|)"
+                             R"(nmsub|max|min|maxnm|minnm|cvtz[su]|sqrt|scale)$)");
+  struct Insn {
+    uint64_t addr;
+    std::string op, args;
+  };
+  std::vector<Insn> all;
+  std::istringstream in(dis);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, insn))
+      all.push_back({std::stoull(m[1], nullptr, 16), m[2], m[3]});
+  }
+  // Innermost loops only: [first, last] instruction ranges that hold no other loop.
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::smatch t;
+    if (!std::regex_match(all[i].op, branch) || !std::regex_search(all[i].args, t, target))
+      continue;
+    const uint64_t to = std::stoull(t[1], nullptr, 16);
+    size_t first = i;
+    while (first > 0 && all[first - 1].addr >= to) --first;
+    if (to < all[i].addr) ranges.emplace_back(first, i);
+  }
+  std::vector<Loop> loops;
+  for (const auto& [first, last] : ranges) {
+    const bool outer = std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) {
+      return r != std::pair{first, last} && r.first >= first && r.second <= last;
+    });
+    if (outer) continue;
+    Loop loop;
+    for (size_t j = first; j <= last; ++j) {
+      if (!std::regex_match(all[j].op, fp)) continue;
+      const char r = all[j].args.empty() ? ' ' : all[j].args[0];
+      (r == 'z' || r == 'v' ? loop.vector_fp : loop.scalar_fp) += 1;
+    }
+    loops.push_back(loop);
+  }
+  return loops;
+}
+
+// The loop with the most vector floating-point arithmetic (none when no loop has any).
+Loop HottestVectorLoop(const std::string& dis) {
+  Loop best;
+  for (const Loop& l : ArmLoops(dis))
+    if (l.vector_fp > best.vector_fp) best = l;
+  return best;
+}
+
 class IsaTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(kObjdump, X_OK) != 0) GTEST_SKIP() << kObjdump << " is missing";
   }
-  std::string For(const std::string& target) {
+  std::string For(const std::string& target, const Program& prog = ExpAddProgram()) {
     if (!HostRuns(target)) return {};
-    return Disassemble(target);
+    return Disassemble(target, prog);
+  }
+  // The exp loop of `target` is vector code in `reg` registers (z for SVE, v for NEON), and
+  // so is its matmul micro-kernel (NEON v registers on every AArch64 target: SVE's sizeless
+  // vectors cannot fill a register block, kernels/cpu/matmul.h); neither loop has scalar
+  // floating-point arithmetic inside.
+  void ExpectVectorLoops(const std::string& target, const std::string& reg) {
+    const std::string dis = For(target);
+    EXPECT_GT(Count(dis, "\\b" + reg + "[0-9]+\\.[0-9]*s"), 0) << target << ": no " << reg;
+    const std::string mm = For(target, MatmulProgram());
+    for (const Loop& hot : {HottestVectorLoop(dis), HottestVectorLoop(mm)}) {
+      EXPECT_GE(hot.vector_fp, 8) << target << ": no loop of vector arithmetic";
+      EXPECT_EQ(hot.scalar_fp, 0) << target << ": scalar arithmetic in the vector loop";
+    }
   }
 };
 
@@ -94,10 +192,30 @@ TEST_F(IsaTest, Avx2BuildUsesNoEvexOnlyInstructions) {
 }
 
 TEST_F(IsaTest, ScalarBuildUsesNoYmmOrZmm) {
-  if (!HostRuns("cpu-scalar")) GTEST_SKIP() << "the host does not run cpu-scalar";
+  if (!HostRuns("cpu-scalar") || HostRuns("cpu-neon")) GTEST_SKIP() << "not an x86-64 host";
   std::string dis = For("cpu-scalar");
   EXPECT_GT(Count(dis, "%xmm[0-9]+"), 0) << "no SSE float code in the cpu-scalar build";
   EXPECT_EQ(Count(dis, "%[yz]mm[0-9]+"), 0) << "ymm / zmm register in the cpu-scalar build";
+}
+
+TEST_F(IsaTest, SveBuildRunsItsLoopsInVectors) {
+  if (!HostRuns("cpu-sve")) GTEST_SKIP() << "the host does not run cpu-sve";
+  ExpectVectorLoops("cpu-sve", "z");
+}
+
+TEST_F(IsaTest, NeonBuildRunsItsLoopsInVectors) {
+  if (!HostRuns("cpu-neon")) GTEST_SKIP() << "the host does not run cpu-neon";
+  ExpectVectorLoops("cpu-neon", "v");
+  EXPECT_EQ(Count(For("cpu-neon"), "\\bz[0-9]+\\."), 0) << "an SVE register in cpu-neon";
+}
+
+TEST_F(IsaTest, ArmScalarBuildHasNoVectorArithmetic) {
+  if (!HostRuns("cpu-scalar") || !HostRuns("cpu-neon")) GTEST_SKIP() << "not an AArch64 host";
+  for (const Program& prog : {ExpAddProgram(), MatmulProgram()}) {
+    const std::string dis = For("cpu-scalar", prog);
+    EXPECT_GT(Count(dis, "\\bf(add|mul)\\s+s[0-9]+"), 0) << "no scalar float code";
+    for (const Loop& l : ArmLoops(dis)) EXPECT_EQ(l.vector_fp, 0) << "vector arithmetic in a loop";
+  }
 }
 
 }  // namespace
