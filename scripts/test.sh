@@ -7,3 +7,4 @@ cmake --preset dev >/dev/null
 cmake --build --preset dev
 ctest --preset dev -j2
 bash scripts/python_test.sh
+bash scripts/test_arm.sh
