@@ -54,33 +54,32 @@ inline V Apply(V a, V b) {
 // pieces (a load and a store per accumulator per piece of at least 4 vectors).
 class Carried {
  public:
+  V Get(int i) const {
 #if HWY_HAVE_SCALABLE
-  V Get(int i) const { return hn::Load(D(), lanes_[i]); }
+    return hn::Load(D(), lanes_[i]);
+#else
+    return v_[i];
+#endif
+  }
   void Set(V a, V b, V c, V e) {
+#if HWY_HAVE_SCALABLE
     const D d;
     hn::Store(a, d, lanes_[0]);
     hn::Store(b, d, lanes_[1]);
     hn::Store(c, d, lanes_[2]);
     hn::Store(e, d, lanes_[3]);
+#else
+    v_[0] = a, v_[1] = b, v_[2] = c, v_[3] = e;
+#endif
   }
+  void Fill(V x) { Set(x, x, x, x); }
 
  private:
+#if HWY_HAVE_SCALABLE
   alignas(64) float lanes_[4][HWY_MAX_BYTES / sizeof(float)];
 #else
-  V Get(int i) const { return v_[i]; }
-  void Set(V a, V b, V c, V e) {
-    v_[0] = a;
-    v_[1] = b;
-    v_[2] = c;
-    v_[3] = e;
-  }
-
- private:
   V v_[4];
 #endif
-
- public:
-  void Fill(V x) { Set(x, x, x, x); }
 };
 
 // Sum of a row in f32, given in consecutive pieces (every piece but the last a multiple of
