@@ -21,6 +21,9 @@
 #elif defined(__aarch64__) && !defined(PTOX_CPU_SCALAR)  // Advanced SIMD: every AArch64 target
 #include <arm_neon.h>
 #define PTOX_CPU_MATMUL_SIMD 1
+#if defined(__ARM_FEATURE_SVE_BITS) && __ARM_FEATURE_SVE_BITS > 0  // cpu-sve128 / 256 / 512
+#include <arm_sve.h>
+#endif
 #endif
 
 namespace ptox::cpu {
@@ -111,11 +114,39 @@ struct Vec {
     }
   }
 };
+#elif defined(__ARM_FEATURE_SVE_BITS) && __ARM_FEATURE_SVE_BITS > 0
+// SVE at the one length the target was built for (-msve-vector-bits): the vector type has a size,
+// so it can be the register block's array elements. Predicated FMLA under an all-true predicate;
+// bf16 widens by a zero-extending halfword load and a shift, f16 by FCVT of the low halves.
+struct Vec {
+  using V = svfloat32_t __attribute__((arm_sve_vector_bits(__ARM_FEATURE_SVE_BITS)));
+  static constexpr int kLanes = __ARM_FEATURE_SVE_BITS / 32;
+  static svbool_t All() { return svptrue_b32(); }
+  static V Zero() { return svdup_n_f32(0.0f); }
+  static V Load(const float* p) { return svld1_f32(All(), p); }
+  static V Set1(float x) { return svdup_n_f32(x); }
+  static V Fma(V a, V b, V c) { return svmla_f32_x(All(), c, a, b); }
+  static V Add(V a, V b) { return svadd_f32_x(All(), a, b); }
+  static void Store(float* p, V v) { svst1_f32(All(), p, v); }
+  static float Sum(V v) { return svaddv_f32(All(), v); }
+  template <DT D>
+  static V Widen(const void* p) {
+    if constexpr (D == DT::kF32) {
+      return svld1_f32(All(), static_cast<const float*>(p));
+    } else {
+      const svuint32_t h = svld1uh_u32(All(), static_cast<const uint16_t*>(p));
+      if constexpr (D == DT::kBF16)
+        return svreinterpret_f32_u32(svlsl_n_u32_x(All(), h, 16));
+      else
+        return svcvt_f32_f16_x(All(), svreinterpret_f16_u32(h));
+    }
+  }
+};
 #elif defined(__aarch64__)
-// Advanced SIMD (NEON), on cpu-neon and cpu-sve alike (SVE's vectors are sizeless, so they cannot
-// be the register block's array elements): 4 lanes, FMLA; a broadcast A value times B vectors is
-// FMLA by element once the compiler sees the broadcast. bf16 widens by a long shift, f16 by FCVTL
-// (exact, as the F16C conversion).
+// Advanced SIMD (NEON), on cpu-neon and on the length-agnostic cpu-sve (SVE's vectors are sizeless
+// there, so they cannot be the register block's array elements): 4 lanes, FMLA; a broadcast A
+// value times B vectors is FMLA by element once the compiler sees the broadcast. bf16 widens by a
+// long shift, f16 by FCVTL (exact, as the F16C conversion).
 struct Vec {
   using V = float32x4_t;
   static constexpr int kLanes = 4;

@@ -19,15 +19,18 @@ std::shared_ptr<const Executable> Target::Interpret(const ir::Func&) const {
 
 const std::vector<const Target*>& AllTargets() {
   static const cpu::CpuTarget avx512(cpu::Isa::kAvx512), avx2(cpu::Isa::kAvx2),
+      sve512(cpu::Isa::kSve, 512), sve256(cpu::Isa::kSve, 256), sve128(cpu::Isa::kSve, 128),
       sve(cpu::Isa::kSve), neon(cpu::Isa::kNeon), scalar(cpu::Isa::kScalar);
   static const InterpTarget interp;
-  static const std::vector<const Target*> all = {&avx512, &avx2, &sve, &neon, &scalar, &interp};
+  // Fixed SVE lengths first: at most one of them runs on a host, and its matmul is SVE code.
+  static const std::vector<const Target*> all = {&avx512, &avx2, &sve512, &sve256, &sve128,
+                                                 &sve,    &neon, &scalar, &interp};
   return all;
 }
 
 namespace {
 
-// "interp, cpu, cpu-avx512, cpu-avx2, cpu-sve, cpu-neon, cpu-scalar": what --target accepts (targets that are a
+// "interp, cpu, cpu-avx512, ..., cpu-scalar": what --target accepts (targets that are a
 // family of their own, then the families of several, then their members).
 std::string Names() {
   std::vector<std::string> single, families, members;

@@ -90,12 +90,13 @@ int Count(const std::string& text, const std::string& pattern) {
 // the branch, and its floating-point arithmetic by register kind.
 struct Loop {
   int vector_fp = 0;  // on z registers (SVE) or v registers (NEON)
+  int sve_fp = 0;     // of which on z registers
   int scalar_fp = 0;  // on s / d / h registers
 };
 
-// Every innermost loop (backward branch) of an AArch64 disassembly, counted. Floating-point arithmetic is
-// what the kernels' inner loops do: add, sub, mul, div, fused multiply-add and its forms, max,
-// min, conversions to integer, square roots.
+// Every innermost loop (backward branch) of an AArch64 disassembly, counted. Floating-point
+// arithmetic is what the kernels' inner loops do: add, sub, mul, div, fused multiply-add and its
+// forms, max, min, conversions to integer, square roots.
 std::vector<Loop> ArmLoops(const std::string& dis) {
   static const std::regex insn(R"(^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$)");
   static const std::regex branch(R"(^(b\.\w+|cbn?z|tbn?z|b)$)");
@@ -135,6 +136,7 @@ std::vector<Loop> ArmLoops(const std::string& dis) {
       if (!std::regex_match(all[j].op, fp)) continue;
       const char r = all[j].args.empty() ? ' ' : all[j].args[0];
       (r == 'z' || r == 'v' ? loop.vector_fp : loop.scalar_fp) += 1;
+      loop.sve_fp += r == 'z';
     }
     loops.push_back(loop);
   }
@@ -159,9 +161,9 @@ class IsaTest : public ::testing::Test {
     return Disassemble(target, prog);
   }
   // The exp loop of `target` is vector code in `reg` registers (z for SVE, v for NEON), and
-  // so is its matmul micro-kernel (NEON v registers on every AArch64 target: SVE's sizeless
-  // vectors cannot fill a register block, kernels/cpu/matmul.h); neither loop has scalar
-  // floating-point arithmetic inside.
+  // so is its matmul micro-kernel (NEON v registers on cpu-neon and on the length-agnostic
+  // cpu-sve, whose sizeless vectors cannot fill a register block: kernels/cpu/matmul.h); neither
+  // loop has scalar floating-point arithmetic inside.
   void ExpectVectorLoops(const std::string& target, const std::string& reg) {
     const std::string dis = For(target);
     EXPECT_GT(Count(dis, "\\b" + reg + "[0-9]+\\.[0-9]*s"), 0) << target << ": no " << reg;
@@ -201,6 +203,17 @@ TEST_F(IsaTest, ScalarBuildUsesNoYmmOrZmm) {
 TEST_F(IsaTest, SveBuildRunsItsLoopsInVectors) {
   if (!HostRuns("cpu-sve")) GTEST_SKIP() << "the host does not run cpu-sve";
   ExpectVectorLoops("cpu-sve", "z");
+}
+
+// cpu-sve128 / 256 / 512 (the one the host's length selects): its matmul micro-kernel is SVE too.
+TEST_F(IsaTest, FixedLengthSveBuildRunsItsMatmulInSveVectors) {
+  std::string target;
+  for (const char* t : {"cpu-sve128", "cpu-sve256", "cpu-sve512"})
+    if (HostRuns(t)) target = t;
+  if (target.empty()) GTEST_SKIP() << "the host runs no fixed-length SVE target";
+  ExpectVectorLoops(target, "z");
+  const Loop mm = HottestVectorLoop(For(target, MatmulProgram()));
+  EXPECT_EQ(mm.sve_fp, mm.vector_fp) << target << ": NEON arithmetic in the matmul micro-kernel";
 }
 
 TEST_F(IsaTest, NeonBuildRunsItsLoopsInVectors) {

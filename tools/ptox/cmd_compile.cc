@@ -61,7 +61,7 @@ Handler RegisterCompile(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("compile", "Compile a program for a target and emit a stage");
   sub->add_option("file", args->file, "a .pto file")->required();
   sub->add_option("--target", args->target,
-                  "cpu, cpu-avx512, cpu-avx2, cpu-sve, cpu-neon or cpu-scalar");
+                  "cpu, cpu-avx512, cpu-avx2, cpu-sve[128|256|512], cpu-neon or cpu-scalar");
   sub->add_option("--function", args->function, "the function to compile (default: the last)");
   const std::map<std::string, Emit> emits = {
       {"ir", Emit::kIr}, {"src", Emit::kSource}, {"bin", Emit::kBinary}};

@@ -179,9 +179,23 @@ class CpuExecutable final : public Executable {
   EntryFn entry_;
 };
 
+std::string IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
+    case Isa::kSve: return "sve";
+  }
+  return "?";
+}
+
 }  // namespace
 
-CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
+CpuTarget::CpuTarget(Isa isa, int sve_bits)
+    : isa_(isa),
+      sve_bits_(sve_bits),
+      name_("cpu-" + IsaName(isa) + (sve_bits > 0 ? std::to_string(sve_bits) : "")) {
   caps_.l2_bytes = CacheSize(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   // Tiles live in a per-worker heap arena (kernels/cpu/core.h Arena): the budget bounds that
   // arena, not a cache; tiling heuristics size tiles from l2_bytes.
@@ -189,16 +203,7 @@ CpuTarget::CpuTarget(Isa isa) : isa_(isa) {
   caps_.policy = &CpuPolicy::Get();
 }
 
-std::string_view CpuTarget::name() const {
-  switch (isa_) {
-    case Isa::kScalar: return "cpu-scalar";
-    case Isa::kAvx2: return "cpu-avx2";
-    case Isa::kAvx512: return "cpu-avx512";
-    case Isa::kNeon: return "cpu-neon";
-    case Isa::kSve: return "cpu-sve";
-  }
-  return "?";
-}
+std::string_view CpuTarget::name() const { return name_; }
 
 bool CpuTarget::Available(std::string* why) const {
   auto fail = [&](const std::string& reason) {
@@ -217,6 +222,9 @@ bool CpuTarget::Available(std::string* why) const {
     if (isa_ == Isa::kNeon && (disabled || !arm.asimd))
       return fail("the host lacks Advanced SIMD (NEON)" + note);
     if (isa_ == Isa::kSve && (disabled || !arm.sve)) return fail("the host lacks SVE" + note);
+    if (sve_bits_ > 0 && arm.sve_bits != sve_bits_)
+      return fail("the host's SVE vectors have " + std::to_string(arm.sve_bits) + " bits, not " +
+                  std::to_string(sve_bits_));
     return true;
   }
   static const CpuFeatures f = ::ptox::Detect();
@@ -274,8 +282,12 @@ std::vector<std::string> CpuTarget::Flags() const {
                                  "-DHWY_COMPILE_ONLY_EMU128", "-DPTOX_CPU_SCALAR"});
       break;
     case Isa::kNeon: flags.push_back("-march=armv8-a"); break;
-    // Vector-length agnostic: one binary for every SVE length (Highway's HWY_SVE target).
-    case Isa::kSve: flags.push_back("-march=armv8.2-a+sve"); break;
+    // Vector-length agnostic: one binary for every SVE length (Highway's HWY_SVE target); with
+    // sve_bits, for that length only.
+    case Isa::kSve:
+      flags.push_back("-march=armv8.2-a+sve");
+      if (sve_bits_ > 0) flags.push_back("-msve-vector-bits=" + std::to_string(sve_bits_));
+      break;
     case Isa::kAvx2:
     case Isa::kAvx512: break;  // never available on AArch64
   }

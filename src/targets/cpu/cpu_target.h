@@ -1,4 +1,5 @@
-// The CPU target family: one Target per ISA (scalar; AVX2, AVX-512 on x86-64; NEON, SVE on AArch64).
+// The CPU target family: one Target per ISA (scalar; AVX2, AVX-512 on x86-64; NEON, SVE and SVE
+// at a fixed length on AArch64).
 #pragma once
 
 #include <string>
@@ -15,7 +16,9 @@ enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kSve };
 
 class CpuTarget final : public CompiledTarget {
  public:
-  explicit CpuTarget(Isa isa);
+  // sve_bits: 0, or for Isa::kSve a fixed vector length (cpu-sve256: code for 256-bit SVE only,
+  // whose vectors have a size, so the matmul's register block can hold them).
+  explicit CpuTarget(Isa isa, int sve_bits = 0);
   std::string_view name() const override;
   std::string_view family() const override { return "cpu"; }
   bool Available(std::string* why) const override;
@@ -34,6 +37,8 @@ class CpuTarget final : public CompiledTarget {
 
  private:
   Isa isa_;
+  int sve_bits_;
+  std::string name_;
   Capabilities caps_;
 };
 

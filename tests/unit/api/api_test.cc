@@ -171,8 +171,8 @@ TEST(Targets, InterpIsATargetWithIrButNoSource) {
   Result<std::string> unknown = Compile(*prog, {.target = "gpu"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find(
-                "unknown target 'gpu' (available: interp, cpu, cpu-avx512, cpu-avx2, cpu-sve, "
-                "cpu-neon, cpu-scalar)"),
+                "unknown target 'gpu' (available: interp, cpu, cpu-avx512, cpu-avx2, "
+                "cpu-sve512, cpu-sve256, cpu-sve128, cpu-sve, cpu-neon, cpu-scalar)"),
             std::string::npos)
       << unknown.status().message();
 }
