@@ -13,6 +13,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "harness.h"
 #include "ptox/builder.h"
 #include "ptox/ptox.h"
 #include "ptox/subprocess.h"
@@ -38,9 +39,7 @@ Program ExpAddProgram() {
     Val tb = f.Load(b, {int64_t{0}, int64_t{0}}, 64, 256);
     f.Store(f.Op("tile.add", {f.Op("tile.exp", {ta}), tb}), y, {int64_t{0}, int64_t{0}});
   });
-  Result<Program> p = f.Build();
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  return *p;
+  return BuildOrDie(f);
 }
 
 // C = A B over 64 x 128 x 96 f32 tiles: the packed GEMM's micro-kernel.
@@ -54,9 +53,7 @@ Program MatmulProgram() {
     Val tb = f.Load(b, {int64_t{0}, int64_t{0}}, 128, 96);
     f.Store(f.Matmul(ta, tb), c, {int64_t{0}, int64_t{0}});
   });
-  Result<Program> p = f.Build();
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  return *p;
+  return BuildOrDie(f);
 }
 
 bool HostRuns(const std::string& target) {
@@ -163,15 +160,16 @@ class IsaTest : public ::testing::Test {
   // The exp loop of `target` is vector code in `reg` registers (z for SVE, v for NEON), and
   // so is its matmul micro-kernel (NEON v registers on cpu-neon and on the length-agnostic
   // cpu-sve, whose sizeless vectors cannot fill a register block: kernels/cpu/matmul.h); neither
-  // loop has scalar floating-point arithmetic inside.
-  void ExpectVectorLoops(const std::string& target, const std::string& reg) {
+  // loop has scalar floating-point arithmetic inside. Returns the matmul's loop.
+  Loop ExpectVectorLoops(const std::string& target, const std::string& reg) {
     const std::string dis = For(target);
     EXPECT_GT(Count(dis, "\\b" + reg + "[0-9]+\\.[0-9]*s"), 0) << target << ": no " << reg;
-    const std::string mm = For(target, MatmulProgram());
-    for (const Loop& hot : {HottestVectorLoop(dis), HottestVectorLoop(mm)}) {
+    const Loop mm = HottestVectorLoop(For(target, MatmulProgram()));
+    for (const Loop& hot : {HottestVectorLoop(dis), mm}) {
       EXPECT_GE(hot.vector_fp, 8) << target << ": no loop of vector arithmetic";
       EXPECT_EQ(hot.scalar_fp, 0) << target << ": scalar arithmetic in the vector loop";
     }
+    return mm;
   }
 };
 
@@ -211,8 +209,7 @@ TEST_F(IsaTest, FixedLengthSveBuildRunsItsMatmulInSveVectors) {
   for (const char* t : {"cpu-sve128", "cpu-sve256", "cpu-sve512"})
     if (HostRuns(t)) target = t;
   if (target.empty()) GTEST_SKIP() << "the host runs no fixed-length SVE target";
-  ExpectVectorLoops(target, "z");
-  const Loop mm = HottestVectorLoop(For(target, MatmulProgram()));
+  const Loop mm = ExpectVectorLoops(target, "z");
   EXPECT_EQ(mm.sve_fp, mm.vector_fp) << target << ": NEON arithmetic in the matmul micro-kernel";
 }
 
