@@ -827,7 +827,9 @@ void Gemm(Ctx& ctx, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<
   const bool in_place = m < 4 || (m <= kStreamMaxRows && b.packed == nullptr && b.cs == 1);
 #ifdef PTOX_CPU_MATMUL_BF16
   if constexpr (DA == DT::kBF16 && DB == DT::kBF16) {
+#ifdef PTOX_CPU_MATMUL_BF16_STREAM
     if (in_place && m >= 4) return StreamRowsDp(c, ldc, m, n, k, a, b);
+#endif
     if (!in_place) return GemmPackedDp(ctx, c, ldc, m, n, k, a, b);
   }
 #endif

@@ -15,6 +15,7 @@
 #include "driver/compile.h"
 #include "harness.h"
 #include "ptox/builder.h"
+#include "ptox/cpu_features.h"
 #include "ptox/ptox.h"
 #include "ptox/subprocess.h"
 #include "targets/target.h"
@@ -42,11 +43,12 @@ Program ExpAddProgram() {
   return BuildOrDie(f);
 }
 
-// C = A B over 64 x 128 x 96 f32 tiles: the packed GEMM's micro-kernel.
-Program MatmulProgram() {
+// C = A B over 64 x 128 x 96 tiles: the packed GEMM's micro-kernel (bf16: A and B read in place,
+// the bf16 dot-product kernel where the target has one).
+Program MatmulProgram(DType d = DType::kF32) {
   FunctionBuilder f("mm");
-  Val a = f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{64}, int64_t{128}});
-  Val b = f.Param("b", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{96}});
+  Val a = f.Param("a", ParamDirection::kIn, d, {int64_t{64}, int64_t{128}});
+  Val b = f.Param("b", ParamDirection::kIn, d, {int64_t{128}, int64_t{96}});
   Val c = f.Param("c", ParamDirection::kOut, DType::kF32, {int64_t{64}, int64_t{96}});
   f.Incore([&] {
     Val ta = f.Load(a, {int64_t{0}, int64_t{0}}, 64, 128);
@@ -89,6 +91,8 @@ struct Loop {
   int vector_fp = 0;  // on z registers (SVE) or v registers (NEON)
   int sve_fp = 0;     // of which on z registers
   int scalar_fp = 0;  // on s / d / h registers
+  int bfdot = 0;      // bf16 dot products (BFDOT)
+  int sve_bfdot = 0;  // of which on z registers
 };
 
 // Every innermost loop (backward branch) of an AArch64 disassembly, counted. Floating-point
@@ -130,8 +134,12 @@ std::vector<Loop> ArmLoops(const std::string& dis) {
     if (outer) continue;
     Loop loop;
     for (size_t j = first; j <= last; ++j) {
-      if (!std::regex_match(all[j].op, fp)) continue;
       const char r = all[j].args.empty() ? ' ' : all[j].args[0];
+      if (all[j].op == "bfdot") {
+        loop.bfdot += 1;
+        loop.sve_bfdot += r == 'z';
+      }
+      if (!std::regex_match(all[j].op, fp)) continue;
       (r == 'z' || r == 'v' ? loop.vector_fp : loop.scalar_fp) += 1;
       loop.sve_fp += r == 'z';
     }
@@ -217,6 +225,24 @@ TEST_F(IsaTest, NeonBuildRunsItsLoopsInVectors) {
   if (!HostRuns("cpu-neon")) GTEST_SKIP() << "the host does not run cpu-neon";
   ExpectVectorLoops("cpu-neon", "v");
   EXPECT_EQ(Count(For("cpu-neon"), "\\bz[0-9]+\\."), 0) << "an SVE register in cpu-neon";
+}
+
+// With FEAT_BF16 the bf16 matmul's micro-kernel is BFDOT by element (kernels/cpu/matmul_bf16_arm.h):
+// a loop of at least one dot product per row of the register block, on z registers on the
+// fixed-length SVE targets, with no scalar arithmetic.
+TEST_F(IsaTest, ArmBf16MatmulRunsOnBfdot) {
+  if (!HostRuns("cpu-neon")) GTEST_SKIP() << "not an AArch64 host";
+  if (!DetectArm().bf16) GTEST_SKIP() << "the host has no FEAT_BF16";
+  for (const char* target : {"cpu-neon", "cpu-sve", "cpu-sve128", "cpu-sve256", "cpu-sve512"}) {
+    if (!HostRuns(target)) continue;
+    Loop hot;
+    for (const Loop& l : ArmLoops(For(target, MatmulProgram(DType::kBF16))))
+      if (l.bfdot > hot.bfdot) hot = l;
+    EXPECT_GE(hot.bfdot, 8) << target << ": no loop of BFDOT in the bf16 matmul";
+    EXPECT_EQ(hot.scalar_fp, 0) << target << ": scalar arithmetic in the BFDOT loop";
+    const bool fixed_sve = std::string(target).rfind("cpu-sve", 0) == 0 && target[7] != '\0';
+    EXPECT_EQ(hot.sve_bfdot, fixed_sve ? hot.bfdot : 0) << target << ": BFDOT registers";
+  }
 }
 
 TEST_F(IsaTest, ArmScalarBuildHasNoVectorArithmetic) {

@@ -1,11 +1,13 @@
-// bf16 x bf16 matmuls on CPU take AVX512_BF16 dot products, which flush subnormal inputs,
-// products and sums to zero, only on pairs of blocks where none can occur: no subnormal input,
-// and the exponent fields of the smallest nonzero magnitudes of A's and B's blocks summing to
-// at least 142 (kernels/cpu/matmul_bf16.h). One element of B of 2^-80 against A of 2^-50
-// (77 + 47 = 124), placed where each packing path reads it (even / odd row of a pair, the
+// bf16 x bf16 matmuls on CPU take bf16 dot products (AVX512_BF16's vdpbf16ps, Arm's BFDOT), which
+// flush subnormal inputs, products and sums to zero, only on pairs of blocks where none can occur:
+// no subnormal input, and the exponent fields of the smallest nonzero magnitudes of A's and B's
+// blocks summing to at least 142 (kernels/cpu/matmul_bf16.h). One element of B of 2^-80 against A
+// of 2^-50 (77 + 47 = 124), placed where each packing path reads it (even / odd row of a pair, the
 // 32-column fast path or the columns after it, the odd last row, the few-row streaming path),
 // must send its block to the exact f32 kernel: 2^-130 is an f32 subnormal that only the exact
-// path keeps; likewise for a transposed B. On hosts without AVX512_BF16 every path is exact.
+// path keeps; likewise for a transposed B. BFDOT rounds to odd, which turns an overflow into the
+// largest finite number: blocks whose products could overflow take the f32 kernel too. On hosts
+// without bf16 dot products every path is exact.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,6 +128,24 @@ TEST(MatmulBf16Range, SubnormalInputTakesTheExactKernel) {
     ASSERT_TRUE(s.ok()) << s.message();
     EXPECT_EQ(out.Get(5), std::ldexp(1.0f, -30)) << "M=" << m;
     EXPECT_EQ(out.Get(n + 5), 0.0f) << "M=" << m;
+  }
+}
+
+// 2^100 x 2^100 overflows f32: every C element is +inf, as the interpreter's f32 products make it,
+// never the largest finite number that BFDOT's rounding to odd would give.
+TEST(MatmulBf16Range, OverflowingProductsGiveInfinity) {
+  Result<Program> prog = Program::Parse(kMatmul, "<matmul_bf16_range_test>");
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  for (int64_t m : {8, 32}) {
+    const int64_t k = 6, n = 130;
+    HostTensor a(DType::kBF16, {m, k}), b(DType::kBF16, {k, n}), out(DType::kF32, {m, n});
+    for (int64_t i = 0; i < a.numel(); ++i) a.Set(i, std::ldexp(1.0f, 100));
+    for (int64_t i = 0; i < b.numel(); ++i) b.Set(i, std::ldexp(1.0f, 100));
+    Status s = ptox::Run(*prog, {a.view(), b.view(), out.view()}, {.target = "cpu"});
+    ASSERT_TRUE(s.ok()) << s.message();
+    int finite = 0;
+    for (int64_t i = 0; i < out.numel(); ++i) finite += out.Get(i) != INFINITY;
+    EXPECT_EQ(finite, 0) << "M=" << m << ": C[0][0] = " << out.Get(0);
   }
 }
 

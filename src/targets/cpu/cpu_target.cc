@@ -237,6 +237,16 @@ bool CpuTarget::Available(std::string* why) const {
   return true;
 }
 
+#if defined(__aarch64__)
+namespace {
+// The optional extensions of the host that the tile library uses, as -march suffixes.
+std::string ArmExtensions() {
+  static const ArmFeatures f = ::ptox::DetectArm();
+  return f.bf16 ? "+bf16" : "";
+}
+}  // namespace
+#endif
+
 std::vector<std::string> CpuTarget::Flags() const {
   // No contraction (FMA) and no reassociation: elementwise results must equal the interpreter's.
   // -fno-math-errno / -fno-trapping-math let the compiler if-convert the selects in
@@ -281,11 +291,16 @@ std::vector<std::string> CpuTarget::Flags() const {
       flags.insert(flags.end(), {"-march=armv8-a", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
                                  "-DHWY_COMPILE_ONLY_EMU128", "-DPTOX_CPU_SCALAR"});
       break;
-    case Isa::kNeon: flags.push_back("-march=armv8-a"); break;
+    // BFDOT for bf16 matmuls (kernels/cpu/matmul_bf16_arm.h) where the host has it (GCC's
+    // bf16 intrinsics want Armv8.2-A, where FEAT_BF16 may first appear).
+    case Isa::kNeon:
+      flags.push_back(ArmExtensions().empty() ? "-march=armv8-a"
+                                              : "-march=armv8.2-a" + ArmExtensions());
+      break;
     // Vector-length agnostic: one binary for every SVE length (Highway's HWY_SVE target); with
     // sve_bits, for that length only.
     case Isa::kSve:
-      flags.push_back("-march=armv8.2-a+sve");
+      flags.push_back("-march=armv8.2-a+sve" + ArmExtensions());
       if (sve_bits_ > 0) flags.push_back("-msve-vector-bits=" + std::to_string(sve_bits_));
       break;
     case Isa::kAvx2:
