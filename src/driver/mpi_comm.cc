@@ -86,9 +86,8 @@ std::string MpiCollectives::Rma(const targets::CollectiveCall& c) {
     }
     case abi::CollectiveKind::kPut:
     case abi::CollectiveKind::kGet: {
-      const bool put = c.kind == abi::CollectiveKind::kPut;
-      const abi::TensorArg& win = put ? c.out : c.source;
-      const abi::TensorArg& box = put ? c.source : c.out;
+      const bool put = c.put();
+      const abi::TensorArg &win = c.window_tensor(), &box = c.box();
       std::vector<char> copy(static_cast<size_t>(targets::Numel(box)) * bytes);
       if (put && !copy.empty()) {
         targets::Flat x(box, bytes, true);

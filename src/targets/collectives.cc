@@ -98,9 +98,7 @@ std::string CheckCall(const CollectiveCall& c, int world) {
       return {};
     case abi::CollectiveKind::kPut:
     case abi::CollectiveKind::kGet: {
-      const bool put = c.kind == abi::CollectiveKind::kPut;
-      const abi::TensorArg& win = put ? c.out : c.source;
-      const abi::TensorArg& box = put ? c.source : c.out;
+      const abi::TensorArg &win = c.window_tensor(), &box = c.box();
       if (c.root < 0 || c.root >= world)
         return where + ": rank " + std::to_string(c.root) + " is not a rank of a world of " +
                std::to_string(world);
@@ -171,14 +169,14 @@ std::string SoloCollectives::Run(const CollectiveCall& c) {
   if (c.kind == abi::CollectiveKind::kFence) {  // gets read the windows before the puts land
     for (int pass = 0; pass < 2; ++pass) {
       for (const Pending& p : epoch_) {
-        const bool put = p.call.kind == abi::CollectiveKind::kPut;
+        const bool put = p.call.put();
         if (put != (pass == 1)) continue;
         const int bytes = DTypeBytes(p.call.dtype);  // the op's (the fence has no dtype)
-        const abi::TensorArg& win = put ? p.call.out : p.call.source;
-        Flat box(put ? p.call.source : p.call.out, bytes, false);
+        const abi::TensorArg& win = p.call.window_tensor();
+        Flat box(p.call.box(), bytes, false);
         char* w = static_cast<char*>(win.data);
         char* b = put ? const_cast<char*>(p.values.data()) : box.data();
-        ForBoxRows(win, put ? p.call.source : p.call.out, p.call.offsets,
+        ForBoxRows(win, p.call.box(), p.call.offsets,
                    [&](int64_t at_box, int64_t at_win, int64_t n) {
                      if (put) std::memcpy(w + at_win * bytes, b + at_box * bytes, n * bytes);
                      else std::memcpy(b + at_box * bytes, w + at_win * bytes, n * bytes);

@@ -26,6 +26,11 @@ struct CollectiveCall {
   int64_t window = -1;      // a put's or get's window (its tensor id: a parameter)
   int64_t offsets[abi::kMaxRank] = {};  // a put's or get's box in the window
   const char* where = "";
+
+  // A put's or get's window (the tensor the other rank addresses) and box (this rank's tile).
+  bool put() const { return kind == abi::CollectiveKind::kPut; }
+  const abi::TensorArg& window_tensor() const { return put() ? out : source; }
+  const abi::TensorArg& box() const { return put() ? source : out; }
 };
 
 class Collectives {

@@ -205,9 +205,26 @@ void Toolchain(const BuildManifest& manifest, bool cache_usable, Checks& out) {
 
 void Cpu(Checks& out) {
   CpuFeatures cpu = Detect();
+  if (const ArmFeatures arm = DetectArm(); arm.aarch64) {
+    // What the kernel reports (getauxval, prctl): the Arm targets and the kernels they use.
+    out.push_back({Level::kOk, "cpu", "AArch64"});
+    auto line = [&](const char* name, bool has, const std::string& detail) {
+      out.push_back({Level::kOk, fmt::format("cpu {}", name),
+                     has ? "yes" + detail : "no (targets and kernels that need it are unused)"});
+    };
+    line("asimd", arm.asimd, " (cpu-neon)");
+    const bool fixed = arm.sve_bits == 128 || arm.sve_bits == 256 || arm.sve_bits == 512;
+    line("sve", arm.sve,
+         fmt::format(" ({}-bit vectors: cpu-sve{})", arm.sve_bits,
+                     fixed ? fmt::format(", cpu-sve{}", arm.sve_bits) : std::string()));
+    line("sve2", arm.sve2, "");
+    line("bf16", arm.bf16, " (BFDOT bf16 matmuls)");
+    line("dotprod", arm.dotprod, "");
+    line("i8mm", arm.i8mm, "");
+    return;
+  }
   if (!cpu.x86) {
-    out.push_back({Level::kOk, "cpu", "not x86: ISA checks for this architecture are not "
-                                      "implemented yet"});
+    out.push_back({Level::kOk, "cpu", "neither x86-64 nor AArch64: only cpu-scalar and interp"});
     return;
   }
   out.push_back({Level::kOk, "cpu",
