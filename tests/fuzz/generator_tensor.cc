@@ -148,7 +148,7 @@ class TensorGen {
   }
 
   void Step() {
-    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2, 6, 3, 2})) {
+    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2, 6, 3, 2, 2})) {
       case 0: Binary(); break;
       case 1: Unary(); break;
       case 2: Reduce(); break;
@@ -162,8 +162,17 @@ class TensorGen {
       case 10: Empty(); break;
       case 11: Select(); break;
       case 12: CausalMask(); break;
-      default: Argmax(); break;
+      case 13: Argmax(); break;
+      default: Allreduce(); break;
     }
+  }
+
+  // An all-reduce across the ranks (a run alone is rank 0 of 1: the values as they are), which
+  // lower-collectives turns into a buffer reduced in place by a communication task of the graph.
+  void Allreduce() {
+    const int a = PickValue();
+    const std::string op = rng_.Chance(0.5) ? "sum" : "max";
+    Emit("tensor.allreduce @0 {op = \"" + op + "\"}", {a}, p_.values[a].type);
   }
 
   void Binary() {
