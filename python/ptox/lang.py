@@ -16,6 +16,7 @@ level, ``pl.tile.<name>`` is ``tile.<name>``.
 
 import ast
 import inspect
+import operator
 import sys
 import textwrap
 
@@ -62,6 +63,10 @@ class _Direction:
 
 
 In, Out, InOut = _Direction("in"), _Direction("out"), _Direction("inout")
+
+# Comparisons of compile-time constants, evaluated when the program is compiled.
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
 
 _OPS = _core.op_names()
 TENSOR_OPS = sorted(n[len("tensor."):] for n in _OPS if n.startswith("tensor."))
@@ -127,6 +132,7 @@ class _Builder(ast.NodeVisitor):
         self.globals = {**fn.__globals__, **self.constants}
         self.outputs = []
         self.types = {}  # value name -> type text, as the verifier infers it (see type_of)
+        self.symbol_dims = {}  # symbol name -> (parameter, axis) of its first use in a parameter
         self.memo = {}  # id(AST node) -> its value (see expr)
 
     # ---- errors and text ----------------------------------------------------------------------
@@ -159,6 +165,9 @@ class _Builder(ast.NodeVisitor):
             t = self.annotation(a.annotation)
             self.names.add(a.arg)
             if isinstance(t, TensorType):
+                for axis, d in enumerate(t.dims):
+                    if isinstance(d, str):
+                        self.symbol_dims.setdefault(d, (a.arg, axis))
                 params.append(f"%{a.arg}: {t.direction} {t.text()}")
                 self.types[a.arg] = t.text()
                 self.env[a.arg] = _Value(a.arg, "tensor")
@@ -378,6 +387,11 @@ class _Builder(ast.NodeVisitor):
             values = [self.const(v) for v in node.values]
             if all(v is not None for v in values):
                 return (any if isinstance(node.op, ast.Or) else all)(values)
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            values = [self.const(v) for v in [node.left, *node.comparators]]  # `TP > 1`
+            if all(v is not None for v in values):
+                return all(_COMPARE[type(op)](a, b)
+                           for op, a, b in zip(node.ops, values, values[1:]))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             v = self.const(node.operand)
             if v is not None:
@@ -547,6 +561,8 @@ class _Builder(ast.NodeVisitor):
             self.emit(node, f"%{v.name} = {op} {x}[{self.offsets(node.args[1])}] : {type_text}")
             return v
         operands = [self.operand(a) for a in node.args]
+        if op == "tensor.empty" and not operands and shape is not None:
+            operands = self.symbol_sizes(node, shape)
         if op in ("tensor.cast", "tile.cast", "tensor.reshape", "tile.reshape", "tensor.empty"):
             type_text = self.result_type(node, op, operands, shape, dtype)
         no_result = op in ("tensor.store", "tile.store") or (
@@ -554,6 +570,20 @@ class _Builder(ast.NodeVisitor):
         if op in ("dist.rank", "dist.world_size"):  # index scalars
             return _Value(self.op(node, op, operands, hint=hint).name, "scalar")
         return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)
+
+    def symbol_sizes(self, node, shape):
+        """pl.empty(shape=("N", 8)) without sizes: each symbol's size from a parameter it sizes
+        (tensor.dim), so that an empty tensor can take a parameter's symbolic dims."""
+        sizes = []
+        for d in shape:
+            if not isinstance(d, str):
+                continue
+            if d not in self.symbol_dims:
+                self.fail(node, f"pl.empty: no parameter has the dim '{d}'; pass the sizes of "
+                                "its symbolic dims first: pl.empty(n, shape=(...), dtype=...)")
+            param, axis = self.symbol_dims[d]
+            sizes.append(str(self.op(node, "tensor.dim", [f"%{param}", str(axis)], hint=d)))
+        return sizes
 
     def keyword(self, node, name):
         for kw in node.keywords:

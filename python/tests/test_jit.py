@@ -373,3 +373,37 @@ def test_an_incore_body_cannot_assign_an_outer_name_in_a_nested_if():
 
     with pytest.raises(ptox.CompileError, match="'s' is defined before this block"):
         ptox.jit(f)
+
+
+def test_an_empty_tensor_takes_its_symbolic_sizes_from_the_parameters():
+    @ptox.jit
+    def f(x: pl.In["N", 8, pl.f32]) -> pl.Out[2, "N", 8, pl.f32]:
+        e = pl.empty(shape=(2, "N", 8), dtype=pl.f32)  # N: tensor.dim of x
+        pl.store(pl.reshape(x, shape=(1, "N", 8)), e, [0, 0, 0])
+        pl.store(pl.reshape(-x, shape=(1, "N", 8)), e, [1, 0, 0])
+        return e
+
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    for target in ("interp", "cpu"):
+        np.testing.assert_array_equal(f(x, target=target), np.stack([x, -x]))
+    with pytest.raises(ptox.CompileError, match="no parameter has the dim 'M'"):
+        ptox.jit(lambda_free_empty)
+
+
+def lambda_free_empty(x: pl.In["N", pl.f32]) -> pl.Out["N", pl.f32]:
+    e = pl.empty(shape=("M",), dtype=pl.f32)
+    return e + x
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_comparison_of_constants_compiles_only_the_arm_taken(tp):
+    def f(x: pl.In[4, pl.f32]) -> pl.Out[4, pl.f32]:
+        y = x
+        if TP > 1:  # noqa: F821 - a constant
+            y = pl.reshape(-x, shape=(2, 2))  # another type: a run-time if could not yield it
+        return pl.reshape(y, shape=(4,))
+
+    k = ptox.jit(f, constants={"TP": tp})
+    assert "if " not in k.ir() and ("tensor.neg" in k.ir()) == (tp > 1)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(k(x), -x if tp > 1 else x)

@@ -16,9 +16,11 @@ constants W_Q / E_Q / H_Q: int8 rows of K / 32 blocks, `tensor.qmatmul` with int
 a quantized `tensor.gather`; kernels/quant.h). The residual adds sit outside those constant ifs.
 
 Tensor parallel over TP ranks (docs/distributed.md): each rank holds H / TP query heads, KV / TP
-KV heads and F / TP of the MLP (the rows of wq, wk, wv, wg, wu: column-parallel; the columns of
-wo and wd: row-parallel), and the attention output and MLP projections are summed over the ranks
-by an allreduce; the rest is replicated.
+KV heads, F / TP of the MLP and D / TP of the outputs of wo and wd (their rows: every projection
+is column-parallel). Allgathers give every rank the whole attention output and MLP activation
+before wo and wd, and their whole outputs after: each output sums its whole K on one rank, as in
+one process, so the ranks compute the single process's bits (with GGUF blocks too, whose int8
+activations are quantized over whole rows). The rest is replicated.
 
 Specialized by `ptox.jit(constants=...)` on the model's configuration (see `compile_step`)."""
 
@@ -35,9 +37,9 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, W_D, W_DT],
                  wk: pl.In[L * KVD, W_D, W_DT], wv: pl.In[L * KVD, W_D, W_DT],
                  q_norm: pl.In[L * HD, pl.f32], k_norm: pl.In[L * HD, pl.f32],
-                 wo: pl.In[L * D, W_QD, W_DT], ffn_norm: pl.In[L * D, pl.f32],
+                 wo: pl.In[L * DO, W_QD, W_DT], ffn_norm: pl.In[L * D, pl.f32],
                  wg: pl.In[L * F, W_D, W_DT], wu: pl.In[L * F, W_D, W_DT],
-                 wd: pl.In[L * D, W_F, W_DT], out_norm: pl.In[D, pl.f32],
+                 wd: pl.In[L * DO, W_F, W_DT], out_norm: pl.In[D, pl.f32],
                  lm_head: pl.In[V, H_ROW, H_DT], kcache: pl.InOut[L * KV, "P", HD, KV_DT],
                  vcache: pl.InOut[L * KV, "P", HD, KV_DT], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
@@ -149,26 +151,39 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             sc = pl.causal_mask(pl.matmul(qh, keys, transpose_b=True) * SCALE, past)
             o = pl.matmul(pl.softmax(sc), values)
             o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
+        if TP > 1:  # every rank's heads, in rank order (the heads' order)
+            og = pl.empty(shape=(TP, TOKENS, QD), dtype=pl.f32)
+            pl.dist.allgather(og, pl.reshape(o, shape=(1, TOKENS, QD)))
+            o = pl.reshape(pl.transpose(og, dim0=0, dim1=1), shape=(TOKENS, QDI))
         if W_Q:
-            a = pl.qmatmul(o, pl.slice(wo, [l * D, 0], shape=(D, W_QD)), format=W_FMT)
+            a = pl.qmatmul(o, pl.slice(wo, [l * DO, 0], shape=(DO, W_QD)), format=W_FMT)
         else:
-            a = pl.matmul(o, pl.slice(wo, [l * D, 0], shape=(D, QD)), transpose_b=True)
-        if TP > 1:  # row-parallel: each rank's heads gave a partial sum of the projection
-            a = pl.allreduce(a, op="sum")
+            a = pl.matmul(o, pl.slice(wo, [l * DO, 0], shape=(DO, QDI)), transpose_b=True)
+        if TP > 1:  # every rank's outputs
+            ag = pl.empty(shape=(TP, TOKENS, DO), dtype=pl.f32)
+            pl.dist.allgather(ag, pl.reshape(a, shape=(1, TOKENS, DO)))
+            a = pl.reshape(pl.transpose(ag, dim0=0, dim1=1), shape=(TOKENS, D))
         x = x + a
         h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
         if W_Q:
             g = pl.qmatmul(h, pl.slice(wg, [l * F, 0], shape=(F, W_D)), format=W_FMT)
             u = pl.qmatmul(h, pl.slice(wu, [l * F, 0], shape=(F, W_D)), format=W_FMT)
-            f = pl.qmatmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, W_F)),
-                           format=W_FMT)
         else:
             g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
             u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
-            f = pl.matmul(pl.swiglu(g, u), pl.slice(wd, [l * D, 0], shape=(D, F)),
-                          transpose_b=True)
+        m = pl.swiglu(g, u)
         if TP > 1:
-            f = pl.allreduce(f, op="sum")
+            mg = pl.empty(shape=(TP, TOKENS, F), dtype=pl.f32)
+            pl.dist.allgather(mg, pl.reshape(m, shape=(1, TOKENS, F)))
+            m = pl.reshape(pl.transpose(mg, dim0=0, dim1=1), shape=(TOKENS, FI))
+        if W_Q:
+            f = pl.qmatmul(m, pl.slice(wd, [l * DO, 0], shape=(DO, W_F)), format=W_FMT)
+        else:
+            f = pl.matmul(m, pl.slice(wd, [l * DO, 0], shape=(DO, FI)), transpose_b=True)
+        if TP > 1:
+            fg = pl.empty(shape=(TP, TOKENS, DO), dtype=pl.f32)
+            pl.dist.allgather(fg, pl.reshape(f, shape=(1, TOKENS, DO)))
+            f = pl.reshape(pl.transpose(fg, dim0=0, dim1=1), shape=(TOKENS, D))
         x = x + f
     if ALL_LOGITS or DECODE:
         last = x
@@ -213,13 +228,15 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
     projections ("w"), the embedding ("embed") and the LM head ("lm_head") where it is not f32:
     a GGUF block format ("q4_1", ...; see gguf_file.Blocks), "w8a8" or "bf16" / "f16".
     `kv_f16`: the KV caches hold f16 (keys and values rounded once as they are appended), else
-    f32. `tp` > 1: `cfg` is one rank's share of the model (its heads and MLP columns), and the
-    step sums the row-parallel projections over the ranks."""
+    f32. `tp` > 1: `cfg` is one rank's share of the model (its heads, MLP columns and, for wo
+    and wd, d_model / tp output rows: parallel.shard), and the step gathers what they compute
+    over the ranks."""
     tokens = 1 if decode else "T"
     fmt = dict(formats or {})
     w, e, h = fmt.get("w"), fmt.get("embed"), fmt.get("lm_head")
-    (w_d, w_dt), (w_qd, _), (w_f, _) = (_row(cfg.d_model, w),
-                                        _row(cfg.n_heads * cfg.head_dim, w), _row(cfg.d_ff, w))
+    # wo and wd: d_model / tp output rows over the inputs of every rank
+    qdi, fi = cfg.n_heads * cfg.head_dim * tp, cfg.d_ff * tp
+    (w_d, w_dt), (w_qd, _), (w_f, _) = _row(cfg.d_model, w), _row(qdi, w), _row(fi, w)
     (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
     constants = dict(
         W_Q=w in _QUANTIZED, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
@@ -228,6 +245,7 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         TOKENS=tokens, ROWS="T" if all_logits else 1, L=cfg.n_layers, D=cfg.d_model,
         H=cfg.n_heads, KV=cfg.n_kv_heads, G=cfg.n_heads // cfg.n_kv_heads, HD=cfg.head_dim,
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
+        DO=cfg.d_model // tp, QDI=qdi, FI=fi,
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
         BP=128, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,

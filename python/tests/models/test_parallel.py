@@ -27,7 +27,7 @@ def _cfg(folder):
     return safetensors_file.config_of(folder)[0]
 
 
-def test_a_rank_holds_its_heads_and_mlp_columns(tiny):
+def test_a_rank_holds_its_heads_mlp_columns_and_output_rows(tiny):
     cfg = _cfg(tiny)
     L, D, hd, H, KV, F = (cfg.n_layers, cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads,
                           cfg.d_ff)
@@ -37,22 +37,19 @@ def test_a_rank_holds_its_heads_and_mlp_columns(tiny):
     assert (part.n_heads, part.n_kv_heads, part.d_ff) == (H // 2, KV // 2, F // 2)
     np.testing.assert_array_equal(mine["wq"], w["wq"][:, H // 2 * hd:])
     np.testing.assert_array_equal(mine["wk"], w["wk"][:, KV // 2 * hd:])
-    np.testing.assert_array_equal(mine["wo"], w["wo"][:, :, H // 2 * hd:])
-    np.testing.assert_array_equal(mine["wd"], w["wd"][:, :, F // 2:])
+    np.testing.assert_array_equal(mine["wg"], w["wg"][:, F // 2:])
+    np.testing.assert_array_equal(mine["wo"], w["wo"][:, D // 2:])  # whole rows: every input
+    np.testing.assert_array_equal(mine["wd"], w["wd"][:, D // 2:])
     np.testing.assert_array_equal(mine["embed"], w["embed"])
     assert mine["wq"].flags.c_contiguous and mine["wo"].flags.c_contiguous
 
 
-def test_blocks_split_on_whole_blocks():
-    data = np.arange(2 * 4 * 3 * 20, dtype=np.int8).reshape(2, 4, 60)  # 3 q4_1 blocks a row
-    b = Blocks(data, "q4_1", (2, 4, 96))
-    cols = parallel._part(b, "wo", 2, 32, 64)
-    assert cols.shape == (2, 4, 64)
-    np.testing.assert_array_equal(cols.data, data[:, :, 20:60])
-    with pytest.raises(ModelError, match="do not fall on its 32-value blocks"):
-        parallel._part(b, "wo", 2, 16, 32)
-    with pytest.raises(ModelError, match="w8a8"):
-        parallel._part(Blocks(data, "w8a8", (2, 4, 56)), "wd", 2, 0, 32)
+def test_blocks_split_on_whole_rows():
+    data = np.arange(2 * 4 * 60, dtype=np.int8).reshape(2, 4, 60)  # 3 q4_1 blocks a row
+    for fmt, k in (("q4_1", 96), ("w8a8", 56)):
+        rows = parallel._rows(Blocks(data, fmt, (2, 4, k)), 2, 2)
+        assert rows.shape == (2, 2, k) and rows.format == fmt
+        np.testing.assert_array_equal(rows.data, data[:, 2:])
 
 
 def test_heads_that_do_not_split_evenly_are_an_error(tiny):
