@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -456,13 +457,66 @@ inline void W8A8Tile(const uint8_t* w, int64_t wstride, int64_t blocks, const W8
 }
 #endif
 
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD) && !defined(PTOX_CPU_SCALAR)
+// quant::RowDot on Arm's SDOT (FEAT_DotProd: built with +dotprod where the host has it): a lane of
+// SDOT sums 4 int8 x int8 products into an int32, as a lane of the definition does, so one block
+// is two SDOTs (values 0-15: lanes 0-3, 16-31: lanes 4-7) and each lane's FMA by the block's
+// d_w * dx is the definition's fma; the lanes' tree and q4_1's offsets are its own code. w8a8
+// sums the whole row's products in 4 int32 lanes (wrapping mod 2^32 as the VNNI kernel does:
+// exact whenever the sum fits, K <= kW8A8MaxK).
+inline float SdotRowDot(Format f, const uint8_t* w, const ActBlock* x, int64_t blocks,
+                        float acc) {
+  const int32x4_t zero = vdupq_n_s32(0);
+  if (f == Format::kW8A8) {
+    if (blocks == 0) return quant::Out(acc, 0.0f);
+    int32x4_t sum = zero;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int h = 0; h < 2; ++h)
+        sum = vdotq_s32(sum, vld1q_s8(reinterpret_cast<const int8_t*>(w) + b * 32 + 16 * h),
+                        vld1q_s8(x[b].q + 16 * h));
+    const auto total = static_cast<int32_t>(vaddvq_u32(vreinterpretq_u32_s32(sum)));
+    return quant::W8A8Out(total, x[0].d, quant::RowScale(w, blocks), acc);
+  }
+  float32x4_t lanes[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f),
+                          vdupq_n_f32(0.0f)};  // the definition's lanes 0-3, ..., 12-15
+  float m = 0.0f;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * quant::BlockBytes(f);
+    int8x16_t lo, hi;  // the block's integer values 0-15 and 16-31 (quant::BlockInts)
+    if (f == Format::kQ8_0) {
+      lo = vld1q_s8(reinterpret_cast<const int8_t*>(wb + 2));
+      hi = vld1q_s8(reinterpret_cast<const int8_t*>(wb + 18));
+    } else {
+      const uint8x16_t qs = vld1q_u8(wb + (f == Format::kQ4_0 ? 2 : 4));
+      lo = vreinterpretq_s8_u8(vandq_u8(qs, vdupq_n_u8(0xF)));
+      hi = vreinterpretq_s8_u8(vshrq_n_u8(qs, 4));
+      if (f == Format::kQ4_0) {
+        lo = vsubq_s8(lo, vdupq_n_s8(8));
+        hi = vsubq_s8(hi, vdupq_n_s8(8));
+      }
+    }
+    const float s = quant::BlockD(wb) * x[b].d;
+    float32x4_t* half = lanes + 2 * (b % 2);
+    half[0] = vfmaq_n_f32(half[0], vcvtq_f32_s32(vdotq_s32(zero, lo, vld1q_s8(x[b].q))), s);
+    half[1] = vfmaq_n_f32(half[1], vcvtq_f32_s32(vdotq_s32(zero, hi, vld1q_s8(x[b].q + 16))), s);
+    if (f == Format::kQ4_1) m = std::fma(quant::BlockM(wb), x[b].dsum, m);
+  }
+  float l[quant::kLanes];
+  for (int i = 0; i < 4; ++i) vst1q_f32(l + 4 * i, lanes[i]);
+  return quant::Out(acc, quant::Tree(l) + m);
+}
+constexpr auto* kRowDot = &SdotRowDot;
+#else
+constexpr auto* kRowDot = &quant::RowDot;
+#endif
+
 // out[i * ldo + j] += the definition's product (quant::RowDot) of activation row i's quantized
 // blocks (xb, `blocks` per row) with w's row j: the kernels' fallback.
 inline void RowDots(Format f, float* out, int64_t ldo, int64_t m, int64_t n, int64_t blocks,
                     const ActBlock* xb, const uint8_t* w, int64_t ldw) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      out[i * ldo + j] = quant::RowDot(f, w + j * ldw, xb + i * blocks, blocks, out[i * ldo + j]);
+      out[i * ldo + j] = kRowDot(f, w + j * ldw, xb + i * blocks, blocks, out[i * ldo + j]);
 }
 
 // out[i * ldo + j] += a's row i times w's row j (w8a8).

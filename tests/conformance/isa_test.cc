@@ -2,7 +2,8 @@
 // cpu-avx512 uses zmm registers, cpu-avx2 nothing EVEX-only (zmm, {k} masks, {1toN} broadcasts),
 // cpu-scalar no ymm / zmm at all. On AArch64: the loops that do the floating-point work of exp
 // and of the matmul micro-kernel are SVE (cpu-sve) or NEON (cpu-neon) code with no scalar
-// floating-point instruction in them, and the AArch64 cpu-scalar build has no vector arithmetic.
+// floating-point instruction in them, bf16 and quantized matmuls run on BFDOT and SDOT where the
+// host has them, and the AArch64 cpu-scalar build has no vector arithmetic.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -58,6 +59,20 @@ Program MatmulProgram(DType d = DType::kF32) {
   return BuildOrDie(f);
 }
 
+// y = x w^T over q4_1 blocks (4 x 256 activations, 64 weight rows of 8 blocks): the quantized
+// matmul's block loop.
+Program QmatmulProgram() {
+  Result<Program> prog = Program::Parse(R"(
+func @qm(%x: in tensor<4x256xf32>, %w: in tensor<64x160xi8>, %y: out tensor<4x64xf32>) {
+  %p = tensor.qmatmul %x, %w {format = "q4_1"}
+  tensor.store %p, %y
+}
+)",
+                                        "<isa_test>");
+  EXPECT_TRUE(prog.ok()) << prog.status().message();
+  return std::move(*prog);
+}
+
 bool HostRuns(const std::string& target) {
   std::vector<std::string> all = AvailableTargets();
   return std::find(all.begin(), all.end(), target) != all.end();
@@ -93,6 +108,7 @@ struct Loop {
   int scalar_fp = 0;  // on s / d / h registers
   int bfdot = 0;      // bf16 dot products (BFDOT)
   int sve_bfdot = 0;  // of which on z registers
+  int sdot = 0;       // int8 dot products (SDOT)
 };
 
 // Every innermost loop (backward branch) of an AArch64 disassembly, counted. Floating-point
@@ -139,6 +155,7 @@ std::vector<Loop> ArmLoops(const std::string& dis) {
         loop.bfdot += 1;
         loop.sve_bfdot += r == 'z';
       }
+      loop.sdot += all[j].op == "sdot";
       if (!std::regex_match(all[j].op, fp)) continue;
       (r == 'z' || r == 'v' ? loop.vector_fp : loop.scalar_fp) += 1;
       loop.sve_fp += r == 'z';
@@ -242,6 +259,21 @@ TEST_F(IsaTest, ArmBf16MatmulRunsOnBfdot) {
     EXPECT_EQ(hot.scalar_fp, 0) << target << ": scalar arithmetic in the BFDOT loop";
     const bool fixed_sve = std::string(target).rfind("cpu-sve", 0) == 0 && target[7] != '\0';
     EXPECT_EQ(hot.sve_bfdot, fixed_sve ? hot.bfdot : 0) << target << ": BFDOT registers";
+  }
+}
+
+// With FEAT_DotProd the quantized matmul's block loop is SDOT (kernels/cpu/qmatmul.h): two per
+// block, in a loop of vector arithmetic with no scalar lane arithmetic.
+TEST_F(IsaTest, ArmQuantizedMatmulRunsOnSdot) {
+  if (!HostRuns("cpu-neon")) GTEST_SKIP() << "not an AArch64 host";
+  if (!DetectArm().dotprod) GTEST_SKIP() << "the host has no FEAT_DotProd";
+  for (const char* target : {"cpu-neon", "cpu-sve", "cpu-sve128", "cpu-sve256", "cpu-sve512"}) {
+    if (!HostRuns(target)) continue;
+    Loop hot;
+    for (const Loop& l : ArmLoops(For(target, QmatmulProgram())))
+      if (l.sdot > hot.sdot) hot = l;
+    EXPECT_GE(hot.sdot, 2) << target << ": no loop of SDOT in the quantized matmul";
+    EXPECT_GE(hot.vector_fp, 2) << target << ": the lanes' FMAs are not vector code";
   }
 }
 

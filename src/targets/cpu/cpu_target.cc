@@ -239,10 +239,11 @@ bool CpuTarget::Available(std::string* why) const {
 
 #if defined(__aarch64__)
 namespace {
-// The optional extensions of the host that the tile library uses, as -march suffixes.
+// The optional extensions of the host that the tile library uses, as -march suffixes: BFDOT for
+// bf16 matmuls (kernels/cpu/matmul_bf16_arm.h), SDOT for quantized ones (kernels/cpu/qmatmul.h).
 std::string ArmExtensions() {
   static const ArmFeatures f = ::ptox::DetectArm();
-  return f.bf16 ? "+bf16" : "";
+  return std::string(f.bf16 ? "+bf16" : "") + (f.dotprod ? "+dotprod" : "");
 }
 }  // namespace
 #endif
@@ -291,8 +292,8 @@ std::vector<std::string> CpuTarget::Flags() const {
       flags.insert(flags.end(), {"-march=armv8-a", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
                                  "-DHWY_COMPILE_ONLY_EMU128", "-DPTOX_CPU_SCALAR"});
       break;
-    // BFDOT for bf16 matmuls (kernels/cpu/matmul_bf16_arm.h) where the host has it (GCC's
-    // bf16 intrinsics want Armv8.2-A, where FEAT_BF16 may first appear).
+    // With the host's extensions, Armv8.2-A: GCC's bf16 and dot-product intrinsics want it, and
+    // FEAT_BF16 / FEAT_DotProd appear no earlier.
     case Isa::kNeon:
       flags.push_back(ArmExtensions().empty() ? "-march=armv8-a"
                                               : "-march=armv8.2-a" + ArmExtensions());
