@@ -93,6 +93,11 @@ class World {
   void Exchange(const std::string& sig, const std::string& where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
                 const std::function<void()>& meanwhile = {});
+  // A later round of a collective whose descriptions already matched: the same traffic as an
+  // Exchange, with every receive posted before the sends and no description (one message less
+  // per peer, and no payload waiting for its receive). A peer late past `deadline` is an error.
+  void Transfer(const std::string& where, const std::vector<Peer>& peers,
+                std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` and folds them in
   // rank order into `out` (counts[c] a multiple of elem_bytes). Under scratch_mu_.
   void ScatterFold(const std::string& sig, const std::string& where, const char* data,
