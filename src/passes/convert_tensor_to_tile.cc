@@ -431,8 +431,18 @@ class Converter {
     // A row group's task walks its rows a pass at a time (RowsPerPass), so its tiles do not grow
     // with its rows: only the submission cost bounds it from below. Tasks of 4096-column rows
     // sized by the working set held 4 rows (16 Ki elements) and the runtime's share was a
-    // quarter of the kernel's on 2 threads; at 64 Ki elements 2-thread layernorm ran 1.2x faster.
-    if (row) task_rows = std::max(task_rows, kRowTaskFactor * caps_.min_task_elements / t.cols);
+    // quarter of the kernel's on 2 threads; at 64 Ki elements 2-thread layernorm ran 1.2x faster,
+    // and at 64 rows of 4096 (256 Ki elements; 4096 x 4096 from memory, a 32 MiB L3) the
+    // 2-thread medians of 5 alternating pairs of tensor_bench --cold runs against 16 rows were
+    // faster for rmsnorm and layernorm in all 20 (up to 17 %) and softmax in 7 of 10 (f32 up to
+    // 18 %; bf16 slower in 2 pairs). So long rows go at least 64 to a task, up
+    // to kLongRowTaskFactor x the minimum; not more for short rows, whose run-time row count
+    // (a prefill's T tokens of 576) must still split for the workers. Tensors with few static
+    // rows still split into 8 tasks (below).
+    if (row)
+      task_rows = std::max({task_rows, kRowTaskFactor * caps_.min_task_elements / t.cols,
+                            std::min<int64_t>(kRowTaskRows, kLongRowTaskFactor *
+                                                                caps_.min_task_elements / t.cols)});
     t.rows = std::clamp<int64_t>(convert::FloorPow2(task_rows), 1, 1024);
     int64_t outer = 1;  // static tasks outside the row dim
     for (int d = 0; d + 2 < r; ++d) outer *= domain[d].is_static() ? domain[d].size : 8;
@@ -449,6 +459,9 @@ class Converter {
 
   // A row group's task holds at least this many times caps.min_task_elements (see above).
   static constexpr int64_t kRowTaskFactor = 4;
+  // ... and at least kRowTaskRows rows while that is at most this factor (see above).
+  static constexpr int64_t kLongRowTaskFactor = 16;
+  static constexpr int64_t kRowTaskRows = 64;
 
   // Tiles live at once in a group's task, roughly: its tensor inputs plus two.
   static int64_t LiveTiles(const GroupOps& g) {
