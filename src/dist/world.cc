@@ -116,9 +116,27 @@ void Pause(std::chrono::steady_clock::time_point start, std::chrono::steady_cloc
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
-// Starts one non-blocking collective (`start` calls MPI under the lock) and waits for it,
-// pausing between tests as Pause says. Past `deadline` it fails with `late` (the request stays
-// pending: the run ends).
+// Waits for the `count` requests at `reqs`, pausing between tests as Pause says. Past `deadline`
+// it fails with `late` (the requests stay pending: the run ends).
+void WaitAll(MPI_Request* reqs, int count, const std::string& where,
+             std::chrono::steady_clock::time_point deadline, const std::string& late) {
+  const auto begin = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    {
+      std::lock_guard<std::mutex> lock(MpiMutex());
+      PTOX_RUNTIME_CHECK(MPI_Testall(count, reqs, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS)
+          << where << ": MPI_Testall failed";
+    }
+    if (done) return;
+    const auto now = std::chrono::steady_clock::now();
+    PTOX_RUNTIME_CHECK(now <= deadline) << late;
+    Pause(begin, now);
+  }
+}
+
+// Starts one non-blocking collective (`start` calls MPI under the lock) and waits for it
+// (WaitAll).
 template <typename Start>
 void Complete(Start&& start, const std::string& where,
               std::chrono::steady_clock::time_point deadline, const std::string& late) {
@@ -127,19 +145,7 @@ void Complete(Start&& start, const std::string& where,
     std::lock_guard<std::mutex> lock(MpiMutex());
     PTOX_RUNTIME_CHECK(start(&req) == MPI_SUCCESS) << where << ": MPI failed to start a collective";
   }
-  const auto begin = std::chrono::steady_clock::now();
-  for (;;) {
-    int done = 0;
-    {
-      std::lock_guard<std::mutex> lock(MpiMutex());
-      PTOX_RUNTIME_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS)
-          << where << ": MPI_Test failed";
-    }
-    if (done) return;
-    const auto now = std::chrono::steady_clock::now();
-    PTOX_RUNTIME_CHECK(now <= deadline) << late;
-    Pause(begin, now);
-  }
+  WaitAll(&req, 1, where, deadline, late);
 }
 
 int Count(size_t bytes, const std::string& where) {
@@ -290,22 +296,9 @@ void World::Transfer(const std::string& where, const std::vector<Peer>& peers,
             << where << ": MPI failed to start a transfer";
       }
   }
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    int done = 0;
-    {
-      std::lock_guard<std::mutex> lock(MpiMutex());
-      PTOX_RUNTIME_CHECK(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done,
-                                     MPI_STATUSES_IGNORE) == MPI_SUCCESS)
-          << where << ": MPI_Testall failed";
-    }
-    if (done) return;
-    const auto now = std::chrono::steady_clock::now();
-    PTOX_RUNTIME_CHECK(now <= deadline) << where << " on rank " << rank_
-                                        << ": the collective did not finish within "
-                                        << timeout_ms << " ms";
-    Pause(start, now);
-  }
+  WaitAll(reqs.data(), static_cast<int>(reqs.size()), where, deadline,
+          where + " on rank " + std::to_string(rank_) + ": the collective did not finish within " +
+              std::to_string(timeout_ms) + " ms");
 }
 
 namespace {
