@@ -298,6 +298,43 @@ TEST_P(ErrorsTest, NanPayloadsInOneChunkOfAFusedLoop) {
   }
 }
 
+// A fused bf16 store rounds a chunk at a time with the native instruction where the target has
+// one (pc::PutBf16Chunk), which flushes subnormals; a chunk with a subnormal result runs again
+// exactly. Products that are f32 subnormals rounding to nonzero bf16 subnormals (and ties, and
+// ones that round up to the smallest normal) in the second chunk and in the last one's masked
+// tail: every element has the interpreter's bits, which the test also spells out.
+TEST_P(ErrorsTest, SubnormalsInOneChunkOfAFusedBf16Store) {
+  const int64_t n = 700;  // chunks of 256, 256 and 188 columns: 5 x 32 + 16 + a 12-lane tail
+  std::vector<uint32_t> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = 0.5f + 0.25f * static_cast<float>(i), b = 1.0f - 0.125f * static_cast<float>(i);
+    std::memcpy(&x[i], &a, 4);
+    std::memcpy(&y[i], &b, 4);
+  }
+  // x * 1.0 = x: subnormal f32 bits and the bf16 bits F32ToBf16 gives them.
+  const uint32_t sub[] = {0x00208000, 0x80218000, 0x007FFFFF, 0x00008001, 0x00400001, 0x00000001};
+  const uint16_t want[] = {0x0020, 0x8022, 0x0080, 0x0001, 0x0040, 0x0000};
+  const int64_t at[] = {300, 307, 511, 693, 698, 699};
+  const float one = 1.0f;
+  for (int k = 0; k < 6; ++k) {
+    x[at[k]] = sub[k];
+    std::memcpy(&y[at[k]], &one, 4);
+  }
+  FunctionBuilder f("subnormal_chunk");
+  Val a = f.Param("x", ParamDirection::kIn, DType::kF32, {int64_t{1}, n});
+  Val b = f.Param("y", ParamDirection::kIn, DType::kF32, {int64_t{1}, n});
+  Val o = f.Param("o", ParamDirection::kOut, DType::kBF16, {int64_t{1}, n});
+  f.Incore([&] {
+    Val r = f.Op("tile.mul", {f.Load(a, {int64_t{0}, int64_t{0}}, 1, n),
+                              f.Load(b, {int64_t{0}, int64_t{0}}, 1, n)});
+    f.Store(f.Op("tile.cast", {r}, FunctionBuilder::TileType{1, n, DType::kBF16}), o,
+            {int64_t{0}, int64_t{0}});
+  });
+  const std::vector<uint16_t> got =
+      Halves(RunOneRow(BuildOrDie(f), {x, y}, DType::kBF16, GetParam()));
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(got[at[k]], want[k]) << "element " << at[k];
+}
+
 // Row max / min of a 1000-column row with NaNs at chosen places: the result is the row's first
 // NaN with its payload (src/interp folds in order). Vector forms keep four accumulators, each
 // with its own NaN mask (kernels/cpu/reduce.h), and a fused loop feeds them 256 columns at a time;

@@ -13,11 +13,12 @@
 //
 // A loop with float adds or multiplies, or a bf16 store, runs each chunk first in a fast mode
 // that does not pin which NaN payload comes out (pc::Eval in kernels/cpu/functors.h) and checks
-// its results (stores, tile elements, reduction inputs) for NaN; a chunk with a NaN result runs
-// again exactly. No op observes a NaN's payload without making a NaN (there is no bitcast), so
-// a chunk without a NaN result is exact. The rerun reads what the first run read: a fused loop
-// never loads a tensor its scope stores to (fuse-tiles materializes such a load), and its result
-// tile never shares bytes with a tile it reads (plan-memory does not reuse in place).
+// its results (stores, tile elements, reduction inputs) for NaN, and a natively rounded bf16
+// store (pc::PutBf16Chunk) for subnormals; such a chunk runs again exactly. No op observes a
+// NaN's payload without making a NaN (there is no bitcast), so a chunk without a NaN result is
+// exact. The rerun reads what the first run read: a fused loop never loads a tensor its scope
+// stores to (fuse-tiles materializes such a load), and its result tile never shares bytes with a
+// tile it reads (plan-memory does not reuse in place).
 #include <fmt/format.h>
 
 #include <functional>
@@ -228,20 +229,36 @@ class FusedLoop {
     exact_ |= dt == DType::kBF16;  // the fast mode's Put skips bf16 rounding's NaN case
     const std::string put = fmt::format("pc::Put<{}{}>", d, dt == DType::kBF16 ? ", kExact" : "");
     exits_.push_back(x);
+    // The chunk's place in a contiguous row: the row from column c0 on, or (a tensor that
+    // StreamsStores) a chunk buffer that StreamOut copies after the chunk (a rerun in exact mode
+    // overwrites it first).
+    std::string line, chunk_dst;
     if (!e_.streamable_.count(&op)) {
-      Body(fmt::format("{}(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});", put,
-                       w, w, x));
-      return;
+      line = fmt::format("{}(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
+                         put, w, w, x);
+      chunk_dst = fmt::format("const_cast<char*>({}_row) + c0 * 2", w);
+    } else {
+      const std::string buf = Buffer(fmt::format("pc::Memory<{}>", d));
+      const std::string bytes = fmt::format("sizeof(pc::Memory<{}>)", d);
+      pre_.push_back(fmt::format("const bool {}_stream = pc::StreamsStores({}, {});", w,
+                                 e_.Operand(op.args()[1]), bytes));
+      stream_ = {w, buf, bytes};
+      line = fmt::format("{}({}_dst, kContig ? c - c0 : c * {}.col_stride, {});", put, w, w, x);
+      chunk_dst = w + "_dst";
     }
-    // Contiguous rows of a tensor that StreamsStores go through a chunk buffer that StreamOut
-    // copies after the chunk (a rerun in exact mode overwrites it first); the others are written
-    // in place, from the chunk's first column on.
-    const std::string buf = Buffer(fmt::format("pc::Memory<{}>", d));
-    const std::string bytes = fmt::format("sizeof(pc::Memory<{}>)", d);
-    pre_.push_back(fmt::format("const bool {}_stream = pc::StreamsStores({}, {});", w,
-                               e_.Operand(op.args()[1]), bytes));
-    stream_ = {w, buf, bytes};
-    Body(fmt::format("{}({}_dst, kContig ? c - c0 : c * {}.col_stride, {});", put, w, w, x));
+    // bf16 in a fast loop's contiguous rows: the values go through a chunk buffer that
+    // PutBf16Chunk rounds with the native instruction where the target has one.
+    if (dt == DType::kBF16 && shape_.cols() >= kMinFastCols) {
+      PTOX_ICHECK(segs_.back().call.empty());
+      const std::string f32 = Buffer("float");
+      line = fmt::format("if constexpr (kContig && pc::kNativeBf16Chunk) {}[c - c0] = {}; else {}",
+                         f32, x, line);
+      segs_.back().call = fmt::format(
+          "if constexpr (kContig && pc::kNativeBf16Chunk) "
+          "nan |= pc::PutBf16Chunk<kExact>({}, {}, c1 - c0);",
+          chunk_dst, f32);
+    }
+    Body(line);
   }
 
   // Makes the loop write element `x` into tile `dest`.
