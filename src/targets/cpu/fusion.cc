@@ -213,7 +213,7 @@ class FusedLoop {
     const std::string buf = Buffer("float");
     const std::string w = elem_.at(operand.value().get()).window;
     Body(fmt::format("{}{}[c - c0] = {};", w.empty() ? "" : "if constexpr (!kContig) ", buf, x));
-    exits_.push_back(x);
+    exits_.emplace_back(x, "");
     const std::string in =
         w.empty() ? buf
                   : fmt::format("kContig ? reinterpret_cast<const float*>({}_row) + c0 : {}", w,
@@ -228,7 +228,7 @@ class FusedLoop {
     const std::string w = Window(op.args()[1], op.args(), 2, d, e_.Where(op, "tile.store"));
     exact_ |= dt == DType::kBF16;  // the fast mode's Put skips bf16 rounding's NaN case
     const std::string put = fmt::format("pc::Put<{}{}>", d, dt == DType::kBF16 ? ", kExact" : "");
-    exits_.push_back(x);
+    exits_.emplace_back(x, "");
     // The chunk's place in a contiguous row: the row from column c0 on, or (a tensor that
     // StreamsStores) a chunk buffer that StreamOut copies after the chunk (a rerun in exact mode
     // overwrites it first).
@@ -247,9 +247,11 @@ class FusedLoop {
       chunk_dst = w + "_dst";
     }
     // bf16 in a fast loop's contiguous rows: the values go through a chunk buffer that
-    // PutBf16Chunk rounds with the native instruction where the target has one.
+    // PutBf16Chunk rounds with the native instruction where the target has one; it also checks
+    // them for NaN, so the element's own check is left out there.
     if (dt == DType::kBF16 && shape_.cols() >= kMinFastCols) {
       PTOX_ICHECK(segs_.back().call.empty());
+      exits_.back().second = " && !(kContig && pc::kNativeBf16Chunk)";
       const std::string f32 = Buffer("float");
       line = fmt::format("if constexpr (kContig && pc::kNativeBf16Chunk) {}[c - c0] = {}; else {}",
                          f32, x, line);
@@ -272,7 +274,7 @@ class FusedLoop {
       return;
     }
     Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape_.cols(), x));
-    exits_.push_back(x);
+    exits_.emplace_back(x, "");
   }
 
   // Prefetches, chunk by chunk, the rows of a later fused store's window, and the rows the
@@ -356,9 +358,9 @@ class FusedLoop {
         e_.Line(depth + 4, "constexpr bool kExact = decltype(exact)::value;");
         e_.Line(depth + 4, "int nan = 0;");
         EmitChunkDst(depth + 4);
-        for (const std::string& x : exits_)
+        for (const auto& [x, unless] : exits_)
           segs_.back().lines.push_back(
-              fmt::format("if constexpr (!kExact) nan |= pc::IsNaN({});", x));
+              fmt::format("if constexpr (!kExact{}) nan |= pc::IsNaN({});", unless, x));
         EmitSegments(depth + 4);
         e_.Line(depth + 4, "return nan != 0;");
         e_.Line(depth + 3, "};");
@@ -474,7 +476,8 @@ class FusedLoop {
   std::vector<std::string> buffers_;  // chunk buffers, declared per row
   std::vector<std::string> windows_;  // inlined loads and the store: "w<k>" names
   std::vector<std::string> prefetch_;  // windows prefetched per chunk
-  std::vector<std::string> exits_;     // elements that leave the loop (checked for NaN)
+  // Elements that leave the loop, checked for NaN (unless the condition after `!kExact` fails).
+  std::vector<std::pair<std::string, std::string>> exits_;
   bool exact_ = false;                 // whether a line depends on kExact (the chunk's mode)
   struct {
     std::string window, buf, bytes;  // window empty: the loop does not stream its store
