@@ -117,9 +117,10 @@ void Pause(std::chrono::steady_clock::time_point start, std::chrono::steady_cloc
 }
 
 // Waits for the `count` requests at `reqs`, pausing between tests as Pause says. Past `deadline`
-// it fails with `late` (the requests stay pending: the run ends).
-void WaitAll(MPI_Request* reqs, int count, const std::string& where,
-             std::chrono::steady_clock::time_point deadline, const std::string& late) {
+// it fails, saying `rank`'s `what` did not finish within timeout_ms (the requests stay pending:
+// the run ends); the message is composed only then, off the collectives' path.
+void WaitAll(MPI_Request* reqs, int count, const std::string& where, const char* what, int rank,
+             std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
   const auto begin = std::chrono::steady_clock::now();
   for (;;) {
     int done = 0;
@@ -130,7 +131,8 @@ void WaitAll(MPI_Request* reqs, int count, const std::string& where,
     }
     if (done) return;
     const auto now = std::chrono::steady_clock::now();
-    PTOX_RUNTIME_CHECK(now <= deadline) << late;
+    PTOX_RUNTIME_CHECK(now <= deadline) << where << " on rank " << rank << ": the " << what
+                                        << " did not finish within " << timeout_ms << " ms";
     Pause(begin, now);
   }
 }
@@ -138,14 +140,14 @@ void WaitAll(MPI_Request* reqs, int count, const std::string& where,
 // Starts one non-blocking collective (`start` calls MPI under the lock) and waits for it
 // (WaitAll).
 template <typename Start>
-void Complete(Start&& start, const std::string& where,
-              std::chrono::steady_clock::time_point deadline, const std::string& late) {
+void Complete(Start&& start, const std::string& where, const char* what, int rank,
+              std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
   MPI_Request req;
   {
     std::lock_guard<std::mutex> lock(MpiMutex());
     PTOX_RUNTIME_CHECK(start(&req) == MPI_SUCCESS) << where << ": MPI failed to start a collective";
   }
-  WaitAll(&req, 1, where, deadline, late);
+  WaitAll(&req, 1, where, what, rank, deadline, timeout_ms);
 }
 
 int Count(size_t bytes, const std::string& where) {
@@ -296,9 +298,8 @@ void World::Transfer(const std::string& where, const std::vector<Peer>& peers,
             << where << ": MPI failed to start a transfer";
       }
   }
-  WaitAll(reqs.data(), static_cast<int>(reqs.size()), where, deadline,
-          where + " on rank " + std::to_string(rank_) + ": the collective did not finish within " +
-              std::to_string(timeout_ms) + " ms");
+  WaitAll(reqs.data(), static_cast<int>(reqs.size()), where, "collective", rank_, deadline,
+          timeout_ms);
 }
 
 namespace {
@@ -418,9 +419,7 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
     const int count = Count(bytes, where);
     Complete([&](MPI_Request* req) {
       return MPI_Iallgather(x, count, MPI_BYTE, o, count, MPI_BYTE, MPI_COMM_WORLD, req);
-    }, where, deadline, where + " on rank " + std::to_string(rank_) +
-                            ": the allgather did not finish within " + std::to_string(timeout_ms) +
-                            " ms");
+    }, where, "allgather", rank_, deadline, timeout_ms);
     return;
   }
   // The own slot is filled while the messages travel, unless it overlaps the values sent.
@@ -445,9 +444,7 @@ void World::Broadcast(const std::string& sig, const std::string& where, void* da
   const int count = Count(bytes, where);
   Complete([&](MPI_Request* req) {
     return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
-  }, where, deadline, where + " on rank " + std::to_string(rank_) +
-                          ": the broadcast did not finish within " + std::to_string(timeout_ms) +
-                          " ms");
+  }, where, "broadcast", rank_, deadline, timeout_ms);
 #else
   (void)sig, (void)where, (void)data, (void)bytes, (void)root, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
