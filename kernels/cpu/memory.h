@@ -289,7 +289,7 @@ inline bool PutBf16Chunk(char* dst, const float* src, int64_t n) {
     return rerun != 0;
   }
 #endif
-  for (int64_t c = 0; c < n; ++c) Put<DT::kBF16, true>(dst, c, src[c]);
+  StoreRow<DT::kBF16>(dst, src, n);
   return false;
 }
 

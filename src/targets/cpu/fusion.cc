@@ -228,37 +228,38 @@ class FusedLoop {
     const std::string w = Window(op.args()[1], op.args(), 2, d, e_.Where(op, "tile.store"));
     exact_ |= dt == DType::kBF16;  // the fast mode's Put skips bf16 rounding's NaN case
     const std::string put = fmt::format("pc::Put<{}{}>", d, dt == DType::kBF16 ? ", kExact" : "");
-    exits_.emplace_back(x, "");
-    // The chunk's place in a contiguous row: the row from column c0 on, or (a tensor that
-    // StreamsStores) a chunk buffer that StreamOut copies after the chunk (a rerun in exact mode
-    // overwrites it first).
-    std::string line, chunk_dst;
-    if (!e_.streamable_.count(&op)) {
-      line = fmt::format("{}(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
-                         put, w, w, x);
-      chunk_dst = fmt::format("const_cast<char*>({}_row) + c0 * 2", w);
-    } else {
+    // bf16 in a fast loop's contiguous rows: the values go through a chunk buffer that
+    // PutBf16Chunk rounds with the native instruction where the target has one; it also checks
+    // them for NaN, so the element's own check is left out there.
+    const bool native = dt == DType::kBF16 && shape_.cols() >= kMinFastCols;
+    exits_.emplace_back(x, native ? " && !(kContig && pc::kNativeBf16Chunk)" : "");
+    // The contiguous rows of a tensor that StreamsStores go through a chunk buffer that StreamOut
+    // copies after the chunk (a rerun in exact mode overwrites it first); the others are written
+    // in place, from the chunk's first column on.
+    const bool streamed = e_.streamable_.count(&op) != 0;
+    std::string line =
+        streamed
+            ? fmt::format("{}({}_dst, kContig ? c - c0 : c * {}.col_stride, {});", put, w, w, x)
+            : fmt::format("{}(const_cast<char*>({}_row), kContig ? c : c * {}.col_stride, {});",
+                          put, w, w, x);
+    if (streamed) {
       const std::string buf = Buffer(fmt::format("pc::Memory<{}>", d));
       const std::string bytes = fmt::format("sizeof(pc::Memory<{}>)", d);
       pre_.push_back(fmt::format("const bool {}_stream = pc::StreamsStores({}, {});", w,
                                  e_.Operand(op.args()[1]), bytes));
       stream_ = {w, buf, bytes};
-      line = fmt::format("{}({}_dst, kContig ? c - c0 : c * {}.col_stride, {});", put, w, w, x);
-      chunk_dst = w + "_dst";
     }
-    // bf16 in a fast loop's contiguous rows: the values go through a chunk buffer that
-    // PutBf16Chunk rounds with the native instruction where the target has one; it also checks
-    // them for NaN, so the element's own check is left out there.
-    if (dt == DType::kBF16 && shape_.cols() >= kMinFastCols) {
+    if (native) {
       PTOX_ICHECK(segs_.back().call.empty());
-      exits_.back().second = " && !(kContig && pc::kNativeBf16Chunk)";
       const std::string f32 = Buffer("float");
+      const std::string dst = streamed ? w + "_dst"
+                                       : fmt::format("const_cast<char*>({}_row) + c0 * 2", w);
       line = fmt::format("if constexpr (kContig && pc::kNativeBf16Chunk) {}[c - c0] = {}; else {}",
                          f32, x, line);
       segs_.back().call = fmt::format(
           "if constexpr (kContig && pc::kNativeBf16Chunk) "
           "nan |= pc::PutBf16Chunk<kExact>({}, {}, c1 - c0);",
-          chunk_dst, f32);
+          dst, f32);
     }
     Body(line);
   }
