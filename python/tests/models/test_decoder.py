@@ -134,7 +134,10 @@ def test_smollm2_blocks_in_place(smollm2_blocks):
 @pytest.mark.parametrize("case", FIXTURE["cases"], ids=lambda c: c["prompt"][:16])
 def test_smollm2_blocks_stay_close_to_transformers(smollm2_blocks, case):
     """int8 activations (llama.cpp's scheme) move the logits by ~1e-3 relative: measured here
-    cos >= 0.996 and the top-1 token equal at 94-100 % of positions (the f32 path: 100 %)."""
+    cos >= 0.9999 and logits up to 0.8 away from transformers'. So the top-1 token is
+    transformers' wherever its lead over the second exceeds 1.0 (in these prompts 20 of 28
+    positions); below that the int8 rounding may pick the second (measured: at leads of 0.10,
+    0.16 and 0.25), as it does in llama.cpp (the f32 path agrees everywhere)."""
     m = smollm2_blocks
     m.reset()
     logits = m.prefill(case["ids"], all_logits=True)
@@ -142,7 +145,9 @@ def test_smollm2_blocks_stay_close_to_transformers(smollm2_blocks, case):
     got = np.take_along_axis(logits, top_ids, -1)
     cos = (got * ref).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(ref, axis=-1)
     assert cos.min() > 0.99
-    assert (logits.argmax(-1) == top_ids[:, 0]).mean() >= 0.9
+    clear = ref[:, 0] - ref[:, 1] > 1.0
+    assert clear.sum() >= 4
+    np.testing.assert_array_equal(logits.argmax(-1)[clear], top_ids[clear, 0])
 
 
 QWEN3 = json.loads((pathlib.Path(__file__).parent / "fixtures" /
