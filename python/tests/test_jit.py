@@ -314,6 +314,20 @@ def test_min_and_max_of_scalars_are_scalar_ops(target):
         np.testing.assert_array_equal(k(x)[0], want)
 
 
+def halves(x: pl.In["N", 4, pl.f32], y: pl.Out["N", 4, pl.f32]):
+    for i in pl.range(0, x.shape[0]):  # row i gets row i // 2 (integer scalars: floor division)
+        with pl.incore():
+            pl.store(pl.load(x, [i // 2, 0], shape=(1, 4)), y, [i, 0])
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_floor_division_of_integer_scalars(target):
+    k = ptox.jit(halves, target=target)
+    assert "arith.div" in k.ir()
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    np.testing.assert_array_equal(k(x), x[np.arange(5) // 2])
+
+
 @ptox.jit
 def nested(a: pl.In["M", 8, pl.f32], b: pl.In[8, 8, pl.f32]) -> pl.Out["M", 8, pl.f32]:
     return a + pl.softmax(pl.matmul(a, b) * 0.5)
