@@ -128,8 +128,9 @@ class Executor {
   static constexpr int kMaxThreads = 1024;
 
   // With workers, the thread submitting a graph also runs ready tasks while more are queued
-  // than the workers can take (help_while_submitting); turn it off where a task may wait for
-  // something the submitter does after submitting it (tests that hold tasks at a gate).
+  // than the workers can take and it has submitted enough ahead (help_while_submitting); turn
+  // it off where a task may wait for something the submitter does after submitting it (tests
+  // that hold tasks at a gate).
   explicit Executor(int threads = 0, bool help_while_submitting = true);
   ~Executor();
   // The threads that run tasks: the workers that started, plus the waiting caller.

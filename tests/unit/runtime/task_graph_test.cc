@@ -208,7 +208,8 @@ TEST(Executor, StressManyThousandsOfSmallTasks) {
 }
 
 // With workers busy, the submitting thread runs queued tasks inside Submit (else it would only
-// submit while one core computes); with help_while_submitting off it never does.
+// submit while one core computes) once it has submitted some ahead (40 here: more than it keeps
+// in flight before helping); with help_while_submitting off it never does.
 TEST(Executor, SubmitterRunsQueuedTasksWhileTheWorkersAreBusy) {
   for (bool help : {true, false}) {
     Executor ex(2, help);
@@ -222,7 +223,7 @@ TEST(Executor, SubmitterRunsQueuedTasksWhileTheWorkersAreBusy) {
     while (!held) std::this_thread::yield();  // the worker is inside the gated task
     std::atomic<int> on_submitter{0};
     const auto me = std::this_thread::get_id();
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 40; ++i)
       g.Submit(T({}, [&] {
         on_submitter += std::this_thread::get_id() == me;
         return std::string();
