@@ -21,10 +21,16 @@ passes::MatmulTiles CpuPolicy::Matmul(const passes::Capabilities&, int64_t m, in
   // split for the workers (SmolLM2, T = 512 on 2 threads: 398 -> 502 tok/s in 512-row tiles)
   // and a B that is not constant is packed once per 256 rows.
   if (m <= 0) t.rows = 256;
-  // ... and wide products in two column stripes, so that a short prompt (one row tile) still
-  // gives 2 workers a tile each (SmolLM2 prefill on 2 threads, T = 128: 483 -> 591 tok/s;
-  // T = 512, two row tiles already: 558 -> 524, within this VM's noise; 1 thread unchanged).
-  if (m <= 0 && n >= 512) t.cols = std::min(t.cols, ((n + 1) / 2 + 15) / 16 * 16);
+  // ... and wide products in two column stripes (four from 1024 columns), so that a short
+  // prompt (one row tile) still gives 2 workers a tile each (SmolLM2 prefill on 2 threads,
+  // T = 128: 483 -> 591 tok/s; T = 512, two row tiles already: 558 -> 524, within this VM's
+  // noise; 1 thread unchanged), and a worker that finishes first finds another (the MLP's
+  // 1536-column products in four stripes, on the Zen 5 VM: T = 128 1523-1540 -> 1581-1605 tok/s,
+  // T = 512 1368-1468 -> 1479-1561; 1 thread unchanged).
+  if (m <= 0 && n >= 512) {
+    const int64_t stripes = n >= 1024 ? 4 : 2;
+    t.cols = std::min(t.cols, ((n + stripes - 1) / stripes + 15) / 16 * 16);
+  }
   if (m > 0 && m <= 16)
     t = {m, n > 0 ? std::max<int64_t>(512, (n / 8 + 15) / 16 * 16) : 512, k > 0 ? k : 4096};
   // Halve the longer side (columns down to 128, rows to 64) while there are too few tiles:
