@@ -105,8 +105,8 @@ full = _marker("full")
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 # On integer scalars arith.div is floor division: `/` and `//` both name it.
-_ARITH_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "div",
-                 ast.Mod: "rem"}
+_ARITH_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+                 ast.FloorDiv: "div", ast.Mod: "rem"}
 _COMPARES = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
              ast.GtE: "ge"}
 

@@ -263,7 +263,8 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         QD=cfg.n_heads * cfg.head_dim, KVD=cfg.n_kv_heads * cfg.head_dim, F=cfg.d_ff,
         DO=cfg.d_model // tp, QDI=qdi, FI=fi,
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
-        BP=128, BQ=64, NEG_INF=-math.inf,  # decode attention: cache positions per tile, the max's start
+        BP=128, BQ=64,  # attention: cache positions per tile, query tokens per prefill task
+        NEG_INF=-math.inf,  # the online softmax's running max starts there
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
         KV_DT=pl.f16 if kv_f16 else pl.f32, TP=tp)
     return ptox.jit(decoder_step, target=target, threads=threads, constants=constants)
