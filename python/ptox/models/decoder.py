@@ -127,7 +127,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                         m = mn
                     pl.store(pl.tile.row_expand_div(acc, den), og, [h, 0, 0])
             o = pl.reshape(og, shape=(TOKENS, QD))
-        else:  # T tokens: each KV head broadcast to its G query heads, causal over the past
+        else:  # T tokens, causal over the past
             q = pl.rope(q, c, s)
             k = pl.rope(k, c, s)
             # Append this step's keys and values to the caches, then attend over all P positions.
