@@ -128,23 +128,46 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                     pl.store(pl.tile.row_expand_div(acc, den), og, [h, 0, 0])
             o = pl.reshape(og, shape=(TOKENS, QD))
         else:  # T tokens, causal over the past
-            q = pl.rope(q, c, s)
-            k = pl.rope(k, c, s)
-            # Append this step's keys and values to the caches, then attend over all P positions.
-            kt = pl.transpose(k, dim0=0, dim1=1)
-            vt = pl.transpose(pl.reshape(v, shape=(TOKENS, KV, HD)), dim0=0, dim1=1)
-            if KV_F16:
-                kt = pl.cast(kt, dtype=pl.f16)
-                vt = pl.cast(vt, dtype=pl.f16)
-            pl.store(kt, kcache, [l * KV, past, 0])
-            pl.store(vt, vcache, [l * KV, past, 0])
+            # RoPE of the query and key heads and the append of the keys and values to the
+            # caches as tiles, as in the decode step: per block of BQ tokens one task that reads
+            # each head's [BQ, HD / 2] halves in place and writes the roped queries head-major
+            # (the attention's layout) and the keys and values at rows past + t0.. of the caches.
+            # At tensor level RoPE, the transposes and the appends took ~40 tasks a layer.
+            q2 = pl.reshape(q, shape=(TOKENS, QD))
+            k2 = pl.reshape(k, shape=(TOKENS, KVD))
+            qh = pl.empty(shape=(H, TOKENS, HD), dtype=pl.f32)
+            for b0 in pl.range(0, t, BQ, parallel=True):
+                with pl.incore():
+                    c1 = pl.load(cos, [b0, 0], shape=(BQ, HD2))
+                    c2 = pl.load(cos, [b0, HD2], shape=(BQ, HD2))
+                    s1 = pl.load(sin, [b0, 0], shape=(BQ, HD2))
+                    s2 = pl.load(sin, [b0, HD2], shape=(BQ, HD2))
+                    for j in pl.range(0, H):
+                        x1 = pl.load(q2, [b0, j * HD], shape=(BQ, HD2))
+                        x2 = pl.load(q2, [b0, j * HD + HD2], shape=(BQ, HD2))
+                        pl.store(pl.tile.add(pl.tile.mul(x1, c1),
+                                             pl.tile.mul(pl.tile.neg(x2), s1)), qh, [j, b0, 0])
+                        pl.store(pl.tile.add(pl.tile.mul(x2, c2), pl.tile.mul(x1, s2)),
+                                 qh, [j, b0, HD2])
+                    for j in pl.range(0, KV):
+                        x1 = pl.load(k2, [b0, j * HD], shape=(BQ, HD2))
+                        x2 = pl.load(k2, [b0, j * HD + HD2], shape=(BQ, HD2))
+                        y1 = pl.tile.add(pl.tile.mul(x1, c1), pl.tile.mul(pl.tile.neg(x2), s1))
+                        y2 = pl.tile.add(pl.tile.mul(x2, c2), pl.tile.mul(x1, s2))
+                        vr = pl.load(v, [b0, j * HD], shape=(BQ, HD))
+                        if KV_F16:  # the cache's rounding, once
+                            y1 = pl.tile.cast(y1, dtype=pl.f16)
+                            y2 = pl.tile.cast(y2, dtype=pl.f16)
+                            vr = pl.tile.cast(vr, dtype=pl.f16)
+                        pl.store(y1, kcache, [l * KV + j, past + b0, 0])
+                        pl.store(y2, kcache, [l * KV + j, past + b0, HD2])
+                        pl.store(vr, vcache, [l * KV + j, past + b0, 0])
             # Causal attention, flash style: per query head and block of BQ tokens one task
             # that streams the keys and values of its KV head in tiles of BP positions (read in
             # place) up to its last token's position, with the online softmax of the decode
             # step; the diagonal's tiles are masked (tile.causal_mask), the tiles past it never
             # read: half the work of the whole [T, P] scores at P = T.
-            qh = pl.transpose(q, dim0=0, dim1=1)
-            oh = pl.empty(shape=(H, TOKENS, HD), dtype=pl.f32)
+            o = pl.empty(shape=(TOKENS, QD), dtype=pl.f32)
             for hq in pl.range(0, H, parallel=True):
                 for t0 in pl.range(0, t, BQ, parallel=True):
                     with pl.incore():
@@ -165,8 +188,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                             den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
                             acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vb)
                             m = mn
-                        pl.store(pl.tile.row_expand_div(acc, den), oh, [hq, t0, 0])
-            o = pl.reshape(pl.transpose(oh, dim0=0, dim1=1), shape=(TOKENS, QD))
+                        pl.store(pl.tile.row_expand_div(acc, den), o, [t0, hq * HD])
         if TP > 1:  # every rank's heads, in rank order (the heads' order)
             og = pl.empty(shape=(TP, TOKENS, QD), dtype=pl.f32)
             pl.dist.allgather(og, pl.reshape(o, shape=(1, TOKENS, QD)))
