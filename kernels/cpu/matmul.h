@@ -689,7 +689,7 @@ void GemmSmall(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DT::k
 constexpr int kKU = 4;
 
 template <int kRows, DT DA, DT DB>
-inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b) {
+inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b, int64_t ahead) {
   V av[kRows][kKU];
   for (int r = 0; r < kRows; ++r)
     for (int u = 0; u < kKU; ++u) av[r][u] = Vec::Set1(a.At(r, u));
@@ -700,7 +700,7 @@ inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b) 
     // The same columns of the next row group: each task streams many rows in stripes of a few
     // KiB and the hardware prefetchers restart on every row (GEMV 1 x 4096 x 11008 in
     // 1376-column stripes, 2 threads: 3.4 ms without, 3.0 ms with).
-    for (int u = 0; u < kKU; ++u) __builtin_prefetch(b.p + (u + kKU) * b.rs + j, 0, 3);
+    for (int u = 0; u < kKU; ++u) __builtin_prefetch(b.p + (u + ahead) * b.rs + j, 0, 3);
     for (int r = 0; r < kRows; ++r) {
       V acc = Vec::Load(c + r * ldc + j);
       for (int u = 0; u < kKU; ++u) acc = Vec::Fma(av[r][u], bv[u], acc);
@@ -719,15 +719,20 @@ void StreamRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> 
   for (int64_t j0 = 0; j0 < n; j0 += cols) {
     const int64_t nj = std::min<int64_t>(cols, n - j0);
     float* cj = c + j0;
+    // Rows of B prefetched ahead: the next row group, or ~4 KiB ahead on short rows (attention's
+    // value tiles, 128-byte rows, past the tile's end into the next one: a few rows ahead hid
+    // too little of the memory's latency; 1 x 3 x 2048 f16 positions: 31 -> 23-25 us).
+    const int64_t row_bytes = nj * static_cast<int64_t>(sizeof(Memory<DB>));
+    const int64_t ahead = std::max<int64_t>(kKU, 4096 / row_bytes);
     int64_t kk = 0;
     for (; kk + kKU <= k; kk += kKU) {
       const Src<DB> bk = b.Offset(kk, j0);
       int64_t i = 0;
-      for (; i + 4 <= m; i += 4) StreamBlock<4>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk);
+      for (; i + 4 <= m; i += 4) StreamBlock<4>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk, ahead);
       switch (m - i) {
-        case 3: StreamBlock<3>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
-        case 2: StreamBlock<2>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
-        case 1: StreamBlock<1>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk); break;
+        case 3: StreamBlock<3>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk, ahead); break;
+        case 2: StreamBlock<2>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk, ahead); break;
+        case 1: StreamBlock<1>(cj + i * ldc, ldc, nj, a.Offset(i, kk), bk, ahead); break;
         default: break;
       }
     }
@@ -792,8 +797,85 @@ void DotRowGroup(float* c, int64_t ldc, int64_t n, int64_t k, Src<DA> a, Src<DB>
     DotStreams<kRows, 1, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, 0, 0);
 }
 
+#if defined(__AVX512F__)
+// Short dot products (attention's query rows times a tile of keys: k = the head dim, 64-256):
+// DotStreams' four streams and one horizontal sum per output cost more than the products there
+// (a 128-key f16 tile of 3 rows: ~60 % of a decode attention task). Here the keys go in order,
+// 8 at a time, each row's 8 partial-sum vectors reduced together by a transpose tree (24
+// shuffles and adds for 8 sums, where eight horizontal sums take ~64). Sums in another order
+// than the interpreter's, within the documented bound. Each group prefetches the rows
+// kShortDotAhead columns ahead (past the tile's end: the next tile's keys, which a loop over the
+// cache reads next): the hardware prefetchers alone left a decode attention task over a cache
+// in memory at half its speed in the cache (1 x 3 x 2048 f16 positions: 51 -> 31 us).
+constexpr int64_t kShortDotMaxK = 256;
+constexpr int64_t kShortDotAhead = 32;
+
+// [sum of v[0]'s lanes, ..., sum of v[7]'s lanes].
+inline __m256 Sum8(const __m512 (&v)[8]) {
+  // Per 128-bit lane, pairs: [a0 + a2, b0 + b2, a1 + a3, b1 + b3].
+  __m512 t[4];
+  for (int i = 0; i < 4; ++i)
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                         _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  // Per 128-bit lane, quads: that lane's partial sum of four vectors.
+  __m512 u[2];
+  for (int i = 0; i < 2; ++i) {
+    const __m512d x = _mm512_castps_pd(t[2 * i]), y = _mm512_castps_pd(t[2 * i + 1]);
+    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // The four 128-bit lanes' partial sums added: [u0 L0+L1, u0 L2+L3, u1 L0+L1, u1 L2+L3], then
+  // [u0, u0, u1, u1] whole, and lanes 0 and 2 are the result.
+  const __m512 w = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 z = _mm512_add_ps(w, _mm512_shuffle_f32x4(w, w, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castps512_ps256(_mm512_shuffle_f32x4(z, z, _MM_SHUFFLE(0, 0, 2, 0)));
+}
+
+// c[r][j] += a_r . b_j for kRows rows, n columns of B (b_j = b.p + j * b.cs, k-contiguous),
+// k a multiple of kL.
+template <int kRows, DT DA, DT DB>
+void DotShort(float* c, int64_t ldc, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    V acc[kRows][8];
+    for (int r = 0; r < kRows; ++r)
+      for (int s = 0; s < 8; ++s) acc[r][s] = Vec::Zero();
+    for (int s = 0; s < 8; ++s)
+      for (int64_t o = 0; o < k * static_cast<int64_t>(sizeof(Memory<DB>)); o += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(b.p + (j + s + kShortDotAhead) * b.cs) + o,
+                           0, 3);
+    for (int64_t kk = 0; kk < k; kk += kL) {
+      V av[kRows];
+      for (int r = 0; r < kRows; ++r) av[r] = Vec::Widen<DA>(a.p + r * a.rs + kk);
+      for (int s = 0; s < 8; ++s) {
+        const V bv = Vec::Widen<DB>(b.p + (j + s) * b.cs + kk);
+        for (int r = 0; r < kRows; ++r) acc[r][s] = Vec::Fma(av[r], bv, acc[r][s]);
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      float* cr = c + r * ldc + j;
+      _mm256_storeu_ps(cr, _mm256_add_ps(_mm256_loadu_ps(cr), Sum8(acc[r])));
+    }
+  }
+  for (; j < n; ++j) DotStreams<kRows, 1, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, 0, 0);
+}
+#endif
+
 template <DT DA, DT DB>
 void DotRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+#if defined(__AVX512F__)
+  if (k <= kShortDotMaxK && k % kL == 0) {
+    for (int64_t i = 0; i < m; i += 3) {
+      switch (std::min<int64_t>(3, m - i)) {
+        case 3: DotShort<3, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
+        case 2: DotShort<2, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
+        default: DotShort<1, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t i = 0; i < m; i += 3) {
     switch (std::min<int64_t>(3, m - i)) {
       case 3: DotRowGroup<3, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
