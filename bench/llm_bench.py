@@ -339,18 +339,35 @@ def prefill_flops(cfg, t):
     return 2 * proj + attn + 2 * cfg.vocab * cfg.d_model / t
 
 
-def overhead_row(model, threads, reps, real_decode_s):
+def overhead_row(model, threads, reps):
+    """The runtime overhead of `model`'s decode step at context 16: the step of the same program
+    with every shape shrunk to 1, against the real step, timed alternately (one of each per
+    rep) so that both medians come from the same state of a machine whose speed drifts (on the
+    2-vCPU VM a tiny step measured 0.5 ms alone and 1.7 ms minutes later)."""
     tiny = dataclasses.replace(model.cfg, d_model=2, n_heads=1, n_kv_heads=1, head_dim=2, d_ff=1,
                                vocab=2)
     w = {k: np.ones(s, np.float32) for k, s in tiny.weight_shapes().items()}
     m = models.Model(tiny, w, model.tokenizer, "tiny", context=16, threads=threads)
+    model.threads = threads
 
-    def step():
+    def tiny_step():
         m.position = 0
         m.decode(0)
-    med, _, _ = median_s(step, 5 * reps, warm=5)
-    return dict(impl="ptox", kind="overhead", size=1, threads=threads, step_us=med * 1e6,
-                share=med / real_decode_s)
+
+    def real_step():
+        model.position = CONTEXTS[0] - 1
+        model.decode(1)
+    for _ in range(5):
+        tiny_step(), real_step()
+    times = {tiny_step: [], real_step: []}
+    for _ in range(5 * reps):
+        for fn in times:
+            t = time.perf_counter()
+            fn()
+            times[fn].append(time.perf_counter() - t)
+    tiny_s, real_s = (statistics.median(times[fn]) for fn in (tiny_step, real_step))
+    return dict(impl="ptox", kind="overhead", size=1, threads=threads, step_us=tiny_s * 1e6,
+                share=tiny_s / real_s)
 
 
 def smollm2_rows(path, thread_counts, reps, ceilings):
@@ -377,7 +394,7 @@ def smollm2_rows(path, thread_counts, reps, ceilings):
         ours = ptox_rows(model, threads, reps)
         # Before transformers: torch's OpenMP threads spin for a while after its last call and
         # took a core from the 2-thread overhead measurement (2.8 ms measured there, 1.1 alone).
-        rows += ours + [overhead_row(model, threads, reps, 1 / ours[0]["tok_s"])]
+        rows += ours + [overhead_row(model, threads, reps)]
         rows += transformers_rows(path, threads, reps)
     del model, blocks  # before the subprocesses below and the Qwen3 section
     # Peak memory: once per implementation, at the most threads (llama.cpp's rows carry theirs).
