@@ -15,6 +15,16 @@
 
 namespace ptox::runtime {
 
+// The spin-wait hint (x86 PAUSE, Arm YIELD): the core slows its polling loop without giving up
+// its time slice.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 class SpinLock {
  public:
   void lock() {
@@ -23,7 +33,7 @@ class SpinLock {
       // Test before test-and-set: wait on a shared copy of the line, not by writing it.
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < kSpins)
-          Pause();
+          CpuRelax();
         else
           std::this_thread::yield();  // the holder may be descheduled: let it run
       }
@@ -34,13 +44,6 @@ class SpinLock {
 
  private:
   static constexpr int kSpins = 256;
-  static void Pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
   std::atomic<bool> locked_{false};
 };
 

@@ -432,7 +432,7 @@ void Executor::SpinForWork(Stop stop) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
   while (ready_count_.load(std::memory_order_acquire) == 0 && !stop() &&
          std::chrono::steady_clock::now() < until)
-    std::this_thread::yield();
+    for (int i = 0; i < 32; ++i) CpuRelax();
 }
 
 void Executor::RunUntil(Graph* graph, int64_t limit) {

@@ -112,11 +112,14 @@ class Graph {
 // A fixed pool of `threads` threads (by default one per CPU of the affinity mask; PTOX_NUM_THREADS
 // overrides): the thread that waits for a graph (in Graph::Wait, or in Submit when the window is full) runs ready
 // tasks itself, so there are threads - 1 worker threads — with one thread, tasks run on the
-// caller with no hand-off between cores. A worker that runs out of tasks spins (yielding) for
-// kSpinUs before it sleeps on a condition variable: waking a sleeping thread on another vCPU
-// took 100-250 us on the VMs measured, longer than a whole small matmul, so back-to-back graphs
-// (a model's layers, a benchmark's repetitions) ran on one core — 512^3 f32 on 2 threads: 187
-// GFLOP/s without the spin, 346 with it.
+// caller with no hand-off between cores. A worker that runs out of tasks spins for kSpinUs before
+// it sleeps on a condition variable: waking a sleeping thread on another vCPU took 100-250 us on
+// the VMs measured, longer than a whole small matmul, so back-to-back graphs (a model's layers, a
+// benchmark's repetitions) ran on one core — 512^3 f32 on 2 threads: 187 GFLOP/s without the
+// spin, 346 with it. The spin polls with the CPU's spin-wait hint, not sched_yield: yielding
+// spinners fell, in 2 of 5 runs on the 2-vCPU VM, into a state that lasted minutes in which
+// every hand-off was slow (a decode step's runtime overhead at 2 threads 0.6 -> 1.7-1.9 ms;
+// with the hint 0.63-0.69 ms in 5 of 5).
 //
 // Threads are a resource the host may refuse (RLIMIT_NPROC, a container's pids limit): a worker
 // that cannot be started is a warning on stderr, and the executor runs with the threads it got —
@@ -146,7 +149,7 @@ class Executor {
   // Queues ready nodes of `graph` and wakes workers for them. Called without the graph's lock.
   void Push(Graph* graph, Graph::Node* const* nodes, size_t count);
   void WorkerLoop(int worker);
-  // Spins (yielding) for up to kSpinUs while no task is ready and stop() is false: a thread
+  // Spins (CpuRelax) for up to kSpinUs while no task is ready and stop() is false: a thread
   // about to sleep on cv_ is often handed a task within microseconds, and a futex wake-up on
   // another vCPU costs far more.
   template <typename Stop>
