@@ -430,9 +430,17 @@ void Executor::WorkerLoop(int worker) {
 template <typename Stop>
 void Executor::SpinForWork(Stop stop) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
-  while (ready_count_.load(std::memory_order_acquire) == 0 && !stop() &&
-         std::chrono::steady_clock::now() < until)
-    for (int i = 0; i < 32; ++i) CpuRelax();
+  // Every 64th poll also yields: where threads outnumber cores (MPI ranks on a small machine),
+  // a thread that cannot run until this one's core is free gets it within ~25 us.
+  for (int polls = 1; ready_count_.load(std::memory_order_acquire) == 0 && !stop() &&
+                      std::chrono::steady_clock::now() < until;
+       ++polls) {
+    if (polls % 64 == 0) {
+      std::this_thread::yield();
+    } else {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+    }
+  }
 }
 
 void Executor::RunUntil(Graph* graph, int64_t limit) {

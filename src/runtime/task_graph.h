@@ -116,10 +116,10 @@ class Graph {
 // it sleeps on a condition variable: waking a sleeping thread on another vCPU took 100-250 us on
 // the VMs measured, longer than a whole small matmul, so back-to-back graphs (a model's layers, a
 // benchmark's repetitions) ran on one core — 512^3 f32 on 2 threads: 187 GFLOP/s without the
-// spin, 346 with it. The spin polls with the CPU's spin-wait hint, not sched_yield: yielding
-// spinners fell, in 2 of 5 runs on the 2-vCPU VM, into a state that lasted minutes in which
-// every hand-off was slow (a decode step's runtime overhead at 2 threads 0.6 -> 1.7-1.9 ms;
-// with the hint 0.63-0.69 ms in 5 of 5).
+// spin, 346 with it. The spin polls with the CPU's spin-wait hint and yields only every 64th
+// poll: spinning on sched_yield alone fell, in 2 of 5 runs on the 2-vCPU VM, into a state that
+// lasted minutes in which every hand-off was slow (a decode step's runtime overhead at 2 threads
+// 0.6 -> 1.7-1.9 ms; with the hint 0.65-0.78 ms in 10 of 10).
 //
 // Threads are a resource the host may refuse (RLIMIT_NPROC, a container's pids limit): a worker
 // that cannot be started is a warning on stderr, and the executor runs with the threads it got —
