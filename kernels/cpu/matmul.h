@@ -788,15 +788,6 @@ inline void DotStreams(float* c, int64_t ldc, int64_t k, Src<DA> a,
     }
 }
 
-template <int kRows, DT DA, DT DB>
-void DotRowGroup(float* c, int64_t ldc, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
-  const int64_t q = n / kDotStreams;
-  for (int64_t j = 0; j < q; ++j)
-    DotStreams<kRows, kDotStreams, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, q * b.cs, q);
-  for (int64_t j = q * kDotStreams; j < n; ++j)
-    DotStreams<kRows, 1, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, 0, 0);
-}
-
 #if defined(__AVX512F__)
 // Short dot products (attention's query rows times a tile of keys: k = the head dim, 64-256):
 // DotStreams' four streams and one horizontal sum per output cost more than the products there
@@ -862,20 +853,20 @@ void DotShort(float* c, int64_t ldc, int64_t n, int64_t k, Src<DA> a, Src<DB> b)
 }
 #endif
 
+template <int kRows, DT DA, DT DB>
+void DotRowGroup(float* c, int64_t ldc, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+#if defined(__AVX512F__)
+  if (k <= kShortDotMaxK && k % kL == 0) return DotShort<kRows, DA, DB>(c, ldc, n, k, a, b);
+#endif
+  const int64_t q = n / kDotStreams;
+  for (int64_t j = 0; j < q; ++j)
+    DotStreams<kRows, kDotStreams, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, q * b.cs, q);
+  for (int64_t j = q * kDotStreams; j < n; ++j)
+    DotStreams<kRows, 1, DA, DB>(c + j, ldc, k, a, b.p + j * b.cs, 0, 0);
+}
+
 template <DT DA, DT DB>
 void DotRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
-#if defined(__AVX512F__)
-  if (k <= kShortDotMaxK && k % kL == 0) {
-    for (int64_t i = 0; i < m; i += 3) {
-      switch (std::min<int64_t>(3, m - i)) {
-        case 3: DotShort<3, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
-        case 2: DotShort<2, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
-        default: DotShort<1, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
-      }
-    }
-    return;
-  }
-#endif
   for (int64_t i = 0; i < m; i += 3) {
     switch (std::min<int64_t>(3, m - i)) {
       case 3: DotRowGroup<3, DA, DB>(c + i * ldc, ldc, n, k, a.Offset(i, 0), b); break;
