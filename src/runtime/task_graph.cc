@@ -3,11 +3,12 @@
 //
 // Dependency inference: for each access of a new task, the unfinished earlier accesses of the
 // same tensor that may overlap it are checked; an overlap where either side writes is an edge
-// (RAW, WAR, WAW). Each tensor's history is a uniform grid of cells sized by the first box seen
-// (usually the tile shape): an access is filed under every cell it touches (at most kMaxCells,
-// else in an always-scanned list), so a query looks only at nearby accesses — O(1) per access for
-// tiled programs instead of O(tasks in flight). A task's entries leave the history when it
-// finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
+// (RAW, WAR, WAW). A tensor's history is a list scanned whole while it holds at most kFlat
+// accesses (a decode step's tensors hold a few at a time); past that it becomes a uniform grid of
+// cells sized by the box then filed (usually the tile shape): an access is filed under every cell
+// it touches (at most kMaxCells, else in an always-scanned list), so a query looks only at nearby
+// accesses — O(1) per access for tiled programs instead of O(tasks in flight). A task's entries
+// leave the history when it finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
 #include "runtime/task_graph.h"
 
 #include <sched.h>
@@ -30,7 +31,12 @@ namespace {
 constexpr int64_t kMaxInFlight = 4096;
 constexpr int64_t kLowWater = kMaxInFlight / 2;
 constexpr int64_t kHelpAhead = 32;  // tasks in flight before the submitting thread runs any
+// A task ready when it is submitted that touches at most this many bytes and estimates at most
+// this many flops runs on the submitting thread at once (Submit).
+constexpr int64_t kInlineBytes = 16 << 10;
+constexpr int64_t kInlineFlops = 32 << 10;
 constexpr int64_t kMaxCells = 16;  // a box over more cells goes to the always-scanned list
+constexpr size_t kFlat = 32;       // accesses of a tensor before its history becomes a grid
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
@@ -48,7 +54,10 @@ struct CellHash {
 
 }  // namespace
 
+// In the graph's arena, like everything it holds.
 struct Graph::TensorHistory {
+  explicit TensorHistory(std::pmr::memory_resource* arena) : cells(arena), large(arena) {}
+
   struct Entry {
     TaskId id;
     Box box;
@@ -56,12 +65,18 @@ struct Graph::TensorHistory {
   // Reads and writes apart: a read only conflicts with writes, so the many readers of one
   // region (a weight every task reads) are never scanned by other readers.
   struct Lists {
-    std::vector<Entry> reads, writes;
+    using allocator_type = std::pmr::polymorphic_allocator<>;  // the map's, for its cells
+    explicit Lists(const allocator_type& a = {}) : reads(a), writes(a) {}
+    Lists(const Lists& o, const allocator_type& a) : reads(o.reads, a), writes(o.writes, a) {}
+    Lists(Lists&& o, const allocator_type& a)
+        : reads(std::move(o.reads), a), writes(std::move(o.writes), a) {}
+    std::pmr::vector<Entry> reads, writes;
   };
-  int rank = -1;  // the grid's rank (of the first box filed); -1: no grid yet
+  int rank = -1;  // the grid's rank; -1: no grid yet (everything is in `large`)
   int64_t cell[kMaxRank] = {1, 1, 1, 1};
-  std::unordered_map<CellKey, Lists, CellHash> cells;
-  Lists large;  // boxes over more than kMaxCells cells or of another rank
+  std::pmr::unordered_map<CellKey, Lists, CellHash> cells;
+  Lists large;  // before the grid: every access; then boxes over more than kMaxCells cells or
+                // of another rank
 
   // Calls fn(key) for every cell `box` touches and returns true, or returns false without calls
   // when the box is not on the grid (another rank, too many cells).
@@ -92,13 +107,10 @@ struct Graph::TensorHistory {
   // buffers (a model's layers), which made each access scan and each removal erase from lists
   // growing with the graph.
   void Add(TaskId id, const Box& box, bool write) {
-    if (rank < 0) {  // the first box sets the grid
-      rank = box.rank;
-      for (int d = 0; d < rank; ++d) cell[d] = std::max<int64_t>(1, box.hi[d] - box.lo[d]);
-    }
+    if (rank < 0 && large.reads.size() + large.writes.size() >= kFlat) MakeGrid(box);
     if (write) {
       auto prune = [&](Lists& l) {
-        for (std::vector<Entry>* v : {&l.reads, &l.writes})
+        for (std::pmr::vector<Entry>* v : {&l.reads, &l.writes})
           v->erase(std::remove_if(v->begin(), v->end(),
                                   [&](const Entry& e) { return e.box.Inside(box); }),
                    v->end());
@@ -114,9 +126,22 @@ struct Graph::TensorHistory {
     if (!ForEachCell(box, [&](const CellKey& k) { add(cells[k]); })) add(large);
   }
 
+  // The grid, with cells the size of `box`; the accesses filed so far move onto it.
+  void MakeGrid(const Box& box) {
+    rank = box.rank;
+    for (int d = 0; d < rank; ++d) cell[d] = std::max<int64_t>(1, box.hi[d] - box.lo[d]);
+    Lists flat(std::move(large), large.reads.get_allocator());
+    large.reads.clear(), large.writes.clear();
+    for (bool write : {false, true})
+      for (const Entry& e : write ? flat.writes : flat.reads) {
+        auto add = [&](Lists& l) { (write ? l.writes : l.reads).push_back(e); };
+        if (!ForEachCell(e.box, [&](const CellKey& k) { add(cells[k]); })) add(large);
+      }
+  }
+
   void Remove(TaskId id, const Box& box) {
     auto drop = [id](Lists& l) {
-      for (std::vector<Entry>* v : {&l.reads, &l.writes})
+      for (std::pmr::vector<Entry>* v : {&l.reads, &l.writes})
         v->erase(std::remove_if(v->begin(), v->end(), [id](const Entry& e) { return e.id == id; }),
                  v->end());
     };
@@ -178,39 +203,61 @@ int64_t Box::Volume() const {
   return v;
 }
 
+// What the graph keeps of a task: its accesses and successors in the graph's arena.
 struct Graph::Node {
-  TaskId id;
-  Task task;
+  explicit Node(std::pmr::memory_resource* arena) : successors(arena) {}
+  TaskId id = 0;
+  std::function<std::string()> run;
+  std::span<const Access> accesses;
+  const char* name = "";
+  int64_t flops = 0;
+  bool waits_outside = false;
   int pending = 0;  // unfinished predecessors (+1 while being submitted)
   bool done = false;
-  std::vector<Node*> successors;
+  std::pmr::vector<Node*> successors;
 };
 
 Graph::Graph(Executor& executor, bool record)
-    : executor_(executor), record_(record), start_(std::chrono::steady_clock::now()) {}
+    : executor_(executor),
+      record_(record),
+      nodes_(&arena_),
+      history_(&arena_),
+      start_(std::chrono::steady_clock::now()) {}
 
-Graph::~Graph() { executor_.RunUntil(this, 0); }
+Graph::~Graph() {
+  executor_.RunUntil(this, 0);
+  for (auto& [tensor, h] : history_) std::destroy_at(h);  // their memory goes with the arena
+}
 
 double Graph::NowUs() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
       .count();
 }
 
-TaskId Graph::Submit(Task task) {
+TaskId Graph::Submit(const Task& task) {
   std::unique_lock<SpinLock> lock(mu_);
   if (in_flight_ >= kMaxInFlight) {
     lock.unlock();
     executor_.RunUntil(this, kLowWater);
     lock.lock();
   }
-  Node* n = &nodes_.emplace_back();
+  Node* n = &nodes_.emplace_back(&arena_);
   n->id = submitted_++;
-  n->task = std::move(task);
+  n->name = task.name;
+  n->flops = task.flops;
+  n->waits_outside = task.waits_outside;
   if (!failure_.empty()) {  // the graph already failed: cancel instead of running
     n->done = true;
     ++cancelled_;
     ++finished_;
     return n->id;
+  }
+  n->run = task.run;
+  if (!task.accesses.empty()) {
+    auto* copy = static_cast<Access*>(
+        arena_.allocate(task.accesses.size() * sizeof(Access), alignof(Access)));
+    std::copy(task.accesses.begin(), task.accesses.end(), copy);
+    n->accesses = {copy, task.accesses.size()};
   }
   ++in_flight_;
   in_flight_count_.fetch_add(1, std::memory_order_relaxed);
@@ -222,25 +269,34 @@ TaskId Graph::Submit(Task task) {
     ++n->pending;
     edges_.emplace_back(before->id, n->id);
   };
-  for (TaskId before : n->task.after) {
+  for (TaskId before : task.after) {
     if (before >= 0 && before < n->id) add_edge(&nodes_[before]);
   }
   auto history = [&](int tensor) -> TensorHistory& {
-    std::unique_ptr<TensorHistory>& h = history_[tensor];
-    if (!h) h = std::make_unique<TensorHistory>();
+    TensorHistory*& h = history_[tensor];
+    if (!h) h = std::pmr::polymorphic_allocator<>(&arena_).new_object<TensorHistory>(&arena_);
     return *h;
   };
-  for (const Access& a : n->task.accesses) {
+  for (const Access& a : n->accesses) {
     if (a.box.Empty()) continue;  // touches nothing
     history(a.tensor).ForEachConflict(a.box, a.write,
                                       [&](TaskId before) { add_edge(&nodes_[before]); });
   }
-  for (const Access& a : n->task.accesses)
+  for (const Access& a : n->accesses)
     if (!a.box.Empty()) history(a.tensor).Add(n->id, a.box, a.write);
   const TaskId id = n->id;
   const bool ready = --n->pending == 0;
   lock.unlock();  // the node stays alive: only this call can queue it, nothing can finish it yet
-  if (ready) executor_.Push(this, &n, 1);
+  // A tiny task that is ready runs here: handing it to a worker moves about ten cache lines
+  // between cores (the locks, the queue, the node, the counters), 60-180 ns each on the 2-vCPU
+  // VM, more than its work. A step shrunk to tiny shapes is a chain of ~330 such tasks: 155 us
+  // on 1 thread, 170-700 us on 2 when each went through the queue (the slow end when the VM's
+  // two vCPUs sat far apart: a cache-line round trip 360 ns instead of 115).
+  if (ready && executor_.help_while_submitting_ && !task.waits_outside && Tiny(*n)) {
+    Executor::Run({this, n}, static_cast<int>(executor_.workers_.size()));
+  } else if (ready) {
+    executor_.Push(this, &n, 1);
+  }
   // With no worker threads the caller runs each task as soon as it is ready, while its inputs
   // are still in cache and before the history fills with the accesses of a whole step (which
   // every later access scans).
@@ -260,8 +316,16 @@ TaskId Graph::Submit(Task task) {
   return id;
 }
 
+bool Graph::Tiny(const Node& node) {
+  // A task that names no regions (a test's, a benchmark's) has no cost to judge.
+  if (node.accesses.empty() || node.flops > kInlineFlops) return false;
+  int64_t bytes = 0;
+  for (const Access& a : node.accesses) bytes += a.box.Volume() * a.element_bytes;
+  return bytes <= kInlineBytes;
+}
+
 void Graph::Forget(const Node& node) {
-  for (const Access& a : node.task.accesses) {
+  for (const Access& a : node.accesses) {
     if (a.box.Empty()) continue;
     auto it = history_.find(a.tensor);
     if (it != history_.end()) it->second->Remove(node.id, a.box);
@@ -278,20 +342,18 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
   Forget(*node);
   if (start_us < 0) ++cancelled_;
   if (!error.empty() && failure_.empty()) {
-    failure_ = "task " + std::to_string(node->id) + " (" + node->task.name + ") failed: " + error;
+    failure_ = "task " + std::to_string(node->id) + " (" + node->name + ") failed: " + error;
     failed_.store(true, std::memory_order_release);
   }
   if (record_ && start_us >= 0) {
     int64_t rd = 0, wr = 0;
-    for (const Access& a : node->task.accesses)
-      (a.write ? wr : rd) += a.box.Volume() * a.element_bytes;
-    records_.push_back(
-        {node->id, node->task.name, worker, start_us, end_us, rd, wr, node->task.flops});
+    for (const Access& a : node->accesses) (a.write ? wr : rd) += a.box.Volume() * a.element_bytes;
+    records_.push_back({node->id, node->name, worker, start_us, end_us, rd, wr, node->flops});
   }
   for (Node* s : node->successors)
     if (--s->pending == 0) ready.push_back(s);
   node->successors.clear();
-  node->task.run = nullptr;  // free captured arguments early
+  node->run = nullptr;  // free captured arguments early
   Executor& executor = executor_;
   lock.unlock();
   // Queued outside mu_ (shorter critical sections); the graph is alive until the count below
@@ -377,11 +439,14 @@ Executor& Executor::Default() {
 }
 
 void Executor::Push(Graph* graph, Graph::Node* const* nodes, size_t count) {
+  bool sleepers;
   {
     std::lock_guard<SpinLock> lock(mu_);
     for (size_t i = 0; i < count; ++i) ready_.emplace_back(graph, nodes[i]);
     ready_count_.store(ready_.size(), std::memory_order_release);
+    sleepers = sleeping_workers_ + sleeping_waiters_ > 0;
   }
+  if (!sleepers) return;  // a spinning or running thread finds the tasks
   if (count == 1) {
     cv_.notify_one();
   } else {
@@ -406,7 +471,7 @@ void Executor::Run(std::pair<Graph*, Graph::Node*> item, int worker) {
   const double start = graph->record_ ? graph->NowUs() : 0;
   std::string error;
   try {
-    error = node->task.run();
+    error = node->run();
   } catch (const std::exception& e) {
     error = std::string("exception: ") + e.what();
   }
@@ -419,7 +484,9 @@ void Executor::WorkerLoop(int worker) {
     std::pair<Graph*, Graph::Node*> item;
     {
       std::unique_lock<SpinLock> lock(mu_);
+      ++sleeping_workers_;
       cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+      --sleeping_workers_;
       if (stop_ && ready_.empty()) return;
       item = PopReady();
     }
@@ -451,7 +518,9 @@ void Executor::RunUntil(Graph* graph, int64_t limit) {
     std::pair<Graph*, Graph::Node*> item;
     {
       std::unique_lock<SpinLock> lock(mu_);
+      ++sleeping_waiters_;
       cv_.wait(lock, [&] { return done() || !ready_.empty(); });
+      --sleeping_waiters_;
       if (done()) return;
       item = PopReady();
     }
@@ -466,7 +535,7 @@ void Executor::RunReady() {
     {
       std::lock_guard<SpinLock> lock(mu_);
       auto it = std::find_if(ready_.begin(), ready_.end(),
-                             [](const auto& r) { return !r.second->task.waits_outside; });
+                             [](const auto& r) { return !r.second->waits_outside; });
       if (it == ready_.end()) return;
       item = *it;
       ready_.erase(it);
@@ -477,8 +546,16 @@ void Executor::RunReady() {
 }
 
 void Executor::Wake() {
-  { std::lock_guard<SpinLock> lock(mu_); }  // a sleeper has either checked or will see it
-  cv_.notify_all();
+  bool sleepers;
+  {
+    // A thread about to sleep counted itself under mu_ before it checked its condition: it
+    // either sees what changed or is counted here. Only threads waiting for a graph: idle
+    // workers woken at the end of every graph cost the waking thread a futex call each time
+    // (35 us of a 200 us step shrunk to tiny shapes, whose tasks all ran on the caller).
+    std::lock_guard<SpinLock> lock(mu_);
+    sleepers = sleeping_waiters_ > 0;
+  }
+  if (sleepers) cv_.notify_all();
 }
 
 }  // namespace ptox::runtime

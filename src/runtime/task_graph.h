@@ -11,7 +11,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -72,8 +74,10 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // Adds a task; returns its id. After a failure, new tasks are cancelled at once.
-  TaskId Submit(Task task);
+  // Adds a task (copying what it keeps: the caller may reuse `task`); returns its id. A task
+  // that is ready and tiny (Tiny) runs here, on the calling thread, unless the executor was
+  // made with help_while_submitting off. After a failure, new tasks are cancelled at once.
+  TaskId Submit(const Task& task);
   // Waits until every submitted task finished or was cancelled. Returns the first failure
   // (kRuntime, naming the task) or Ok.
   Status Wait();
@@ -91,13 +95,18 @@ class Graph {
   // A task ran (start_us >= 0) or was skipped (start_us < 0: counted as cancelled).
   void Finish(Node* node, const std::string& error, int worker, double start_us, double end_us);
   void Forget(const Node& node);  // under mu_: drops a finished node's accesses from history_
+  static bool Tiny(const Node& node);  // cheaper to run than to hand to another thread
   double NowUs() const;
 
   Executor& executor_;
   const bool record_;
   mutable SpinLock mu_;
-  std::deque<Node> nodes_;  // by id; a deque: nodes never move, and come in chunks
-  std::unordered_map<int, std::unique_ptr<TensorHistory>> history_;  // per tensor key
+  // The nodes, their accesses and successor lists, freed with the graph: a decode step submits
+  // ~330-1500 small tasks, and a few allocations each were a quarter of its runtime overhead.
+  // Used under mu_.
+  std::pmr::monotonic_buffer_resource arena_;
+  std::pmr::deque<Node> nodes_;  // by id, in arena_; a deque: nodes never move
+  std::pmr::unordered_map<int, TensorHistory*> history_;  // per tensor key, in arena_
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<TaskTrace> records_;
   int64_t submitted_ = 0, finished_ = 0, cancelled_ = 0, in_flight_ = 0;
@@ -117,9 +126,9 @@ class Graph {
 // the VMs measured, longer than a whole small matmul, so back-to-back graphs (a model's layers, a
 // benchmark's repetitions) ran on one core — 512^3 f32 on 2 threads: 187 GFLOP/s without the
 // spin, 346 with it. The spin polls with the CPU's spin-wait hint and yields only every 64th
-// poll: spinning on sched_yield alone fell, in 2 of 5 runs on the 2-vCPU VM, into a state that
-// lasted minutes in which every hand-off was slow (a decode step's runtime overhead at 2 threads
-// 0.6 -> 1.7-1.9 ms; with the hint 0.65-0.78 ms in 10 of 10).
+// poll, so that threads outnumbering cores still get one. A task that is ready and tiny when it
+// is submitted runs on the submitting thread instead (Graph::Submit): on the 2-vCPU VM a
+// hand-off costs ~1 us when the vCPUs sit far apart (a cache-line round trip of ~400 ns).
 //
 // Threads are a resource the host may refuse (RLIMIT_NPROC, a container's pids limit): a worker
 // that cannot be started is a warning on stderr, and the executor runs with the threads it got —
@@ -170,6 +179,9 @@ class Executor {
   const bool help_while_submitting_;
   SpinLock mu_;
   std::condition_variable_any cv_;  // waits on mu_
+  // Threads waiting on cv_ (under mu_): workers for tasks, and threads in RunUntil for a graph
+  // (or tasks). No notify, and no lock inside it, when none sleeps.
+  int sleeping_workers_ = 0, sleeping_waiters_ = 0;
   std::deque<std::pair<Graph*, Graph::Node*>> ready_;
   std::atomic<size_t> ready_count_{0};  // ready_.size(), readable while spinning
   std::atomic<bool> stopping_{false};   // stop_, readable while spinning

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 
 #include "kernels/scalar.h"
@@ -67,7 +68,12 @@ struct MadeTensor {
   std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};  // null for a view
   abi::TensorArg t{};
   DType dtype = DType::kF32;
-  std::string label;  // "%tmp (tensor.empty at 3:10)"
+  // A tensor.empty's label, "%tmp (tensor.empty at 3:10)": a literal of the generated code. A
+  // view's is made from the viewed tensor's when a message needs it (Label): a decode step makes
+  // hundreds of views, and their labels were allocated and copied for nothing.
+  const char* label = "tensor.empty";
+  int64_t viewed = -1;  // a view: the id of the tensor it views
+  bool reshape = false;
   // A view: the tensor whose memory it is (never itself a view); a box of the view is the box
   // shifted by `offsets` there, or (`covers`: a reshape, or a view of one) always `cover`.
   int64_t root = -1;
@@ -82,7 +88,10 @@ struct Bridge {
   const std::vector<Arg>* host_args;
   bool check_nan;
   const std::vector<std::string>* arg_names;
-  std::deque<MadeTensor>* made;  // id args->size() + k is made[k] (a deque: stable)
+  std::pmr::deque<MadeTensor>* made;  // id args->size() + k is made[k] (a deque: stable)
+  // The tasks' packed arguments and NaN watches, freed after the graph is waited for.
+  std::pmr::memory_resource* arena;
+  runtime::Task task;  // reused: Graph::Submit copies what it keeps
   Collectives* collectives;      // the ranks (a SoloCollectives when the run is alone)
   bool alone;                    // rank 0 of 1: an allreduce changes nothing
   int64_t order = -1;            // the tensor every collective task writes: they run in order
@@ -103,21 +112,28 @@ std::string ArgLabel(const Bridge& b, int64_t i) {
   return "%" + (*b.arg_names)[i] + " (" + index + ")";
 }
 
-// The tensor behind an access's id (a tensor parameter or one the orchestration made), its dtype
-// and its label; false when no tensor has that id.
-bool Resolve(const Bridge& b, int64_t id, abi::TensorArg* t, DType* dtype, std::string* label) {
+// The label of tensor `id` for messages: "%x (argument 2)", "a slice of %tmp (tensor.empty at
+// 3:10)", ...
+std::string Label(const Bridge& b, int64_t id) {
+  const MadeTensor* e = Made(b, id);
+  if (e == nullptr) return ArgLabel(b, id);
+  if (e->viewed < 0) return e->label;
+  return (e->reshape ? "a reshape of " : "a slice of ") + Label(b, e->viewed);
+}
+
+// The tensor behind an access's id (a tensor parameter or one the orchestration made) and its
+// dtype; false when no tensor has that id.
+bool Resolve(const Bridge& b, int64_t id, abi::TensorArg* t, DType* dtype) {
   const int64_t params = static_cast<int64_t>(b.args->size());
   if (id >= 0 && id < params) {
     const Tensor* host = std::get_if<Tensor>(&(*b.host_args)[id]);
     if (host == nullptr) return false;
     *t = (*b.args)[id].t, *dtype = host->dtype;
-    if (label) *label = ArgLabel(b, id);
     return true;
   }
   const MadeTensor* e = Made(b, id);
   if (e == nullptr) return false;
   *t = e->t, *dtype = e->dtype;
-  if (label) *label = e->label;
   return true;
 }
 
@@ -164,7 +180,7 @@ int64_t Alloc(void* ctx, const abi::AllocDesc* desc, const abi::TensorArg** out)
     e.t.strides[d] = stride;
     stride *= desc->shape[d];  // cannot overflow: the product of all sizes fits
   }
-  e.label = desc->label ? desc->label : "tensor.empty";
+  if (desc->label) e.label = desc->label;
   b.made->push_back(std::move(e));
   *out = &b.made->back().t;
   return static_cast<int64_t>(b.args->size() + b.made->size() - 1);
@@ -211,7 +227,7 @@ int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
   Bridge& b = *static_cast<Bridge*>(ctx);
   MadeTensor v;
   abi::TensorArg src{};
-  if (!Resolve(b, desc->tensor, &src, &v.dtype, &v.label) || desc->rank < 1 ||
+  if (!Resolve(b, desc->tensor, &src, &v.dtype) || desc->rank < 1 ||
       desc->rank > abi::kMaxRank)
     return -1;
   // Where the viewed tensor lies in its root: all of it, or its own box there.
@@ -230,6 +246,8 @@ int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
   }
   v.t = src;
   v.t.rank = desc->rank;
+  v.viewed = desc->tensor;
+  v.reshape = desc->reshape;
   if (desc->reshape) {
     int64_t n = 1, m = 1;
     for (int64_t d = 0; d < src.rank; ++d) n *= src.shape[d];
@@ -241,7 +259,6 @@ int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
     if (!ReshapeStrides(src, v.t)) return -1;
     v.covers = true;
     v.cover = whole;
-    v.label = "a reshape of " + v.label;
   } else {
     if (desc->rank != src.rank) return -1;
     char* data = static_cast<char*>(src.data);
@@ -259,7 +276,6 @@ int64_t View(void* ctx, const abi::ViewDesc* desc, const abi::TensorArg** out) {
     } else {
       for (int64_t d = 0; d < desc->rank; ++d) v.offsets[d] = whole.lo[d] + desc->offsets[d];
     }
-    v.label = "a slice of " + v.label;
   }
   b.made->push_back(std::move(v));
   *out = &b.made->back().t;
@@ -271,27 +287,60 @@ struct NanWatch {
   abi::TensorArg t;
   DType dtype;
   runtime::Box box;
-  std::string label;
+  const char* label;  // in the arena: made at submission (the tensors made later move nothing,
+                      // but Label reads the list of them, which only the submitter may touch)
+};
+
+// What a task's run needs, in the bridge's arena (trivially destructible): the task's closure
+// holds one pointer, which std::function keeps without allocating.
+struct TaskRecord {
+  abi::KernelFn kernel;
+  const void* packed;
+  const NanWatch* watches;
+  int64_t num_watches;
+  bool bad;  // an access to an unknown tensor id, bad_tensor, of rank bad_rank: fails the task
+  int64_t bad_tensor, bad_rank;
+
+  std::string Run() const {
+    if (bad)
+      return "internal error: the task accesses tensor id " + std::to_string(bad_tensor) +
+             ", which this run does not have (rank " + std::to_string(bad_rank) + ")";
+    abi::ErrorBuf err{};
+    if (kernel(packed, &err) != 0) {
+      err.message[sizeof(err.message) - 1] = '\0';
+      return err.message;
+    }
+    for (int64_t i = 0; i < num_watches; ++i) {
+      const NanWatch& w = watches[i];
+      std::string at = FindNaN(w.t, w.dtype, w.box);
+      if (!at.empty()) return std::string("NaN written to ") + w.label + " at " + at;
+    }
+    return {};
+  }
 };
 
 int RunCollective(const void* packed, abi::ErrorBuf* err);
 
 void Submit(void* ctx, const abi::TaskDesc* desc) {
   Bridge& b = *static_cast<Bridge*>(ctx);
-  runtime::Task task;
+  std::pmr::polymorphic_allocator<> arena(b.arena);
+  runtime::Task& task = b.task;
   task.name = desc->name;
   task.waits_outside = desc->kernel == &RunCollective;
   task.flops = desc->flops;
-  task.accesses.reserve(static_cast<size_t>(desc->num_accesses));
-  std::vector<NanWatch> watches;  // only what the NaN check scans
-  std::string bad;                // an access to an unknown tensor id fails the task
+  task.accesses.clear();
+  auto* record = arena.new_object<TaskRecord>(
+      TaskRecord{desc->kernel, nullptr, nullptr, 0, false, 0, 0});
+  // Only what the NaN check scans (at most one per access).
+  NanWatch* watches =
+      b.check_nan ? arena.allocate_object<NanWatch>(static_cast<size_t>(desc->num_accesses))
+                  : nullptr;
   for (int64_t i = 0; i < desc->num_accesses; ++i) {
     const abi::AccessDesc& a = desc->accesses[i];
-    NanWatch w;
-    if (!Resolve(b, a.tensor, &w.t, &w.dtype, b.check_nan && a.write ? &w.label : nullptr) ||
-        a.rank != w.t.rank) {
-      bad = "internal error: the task accesses tensor id " + std::to_string(a.tensor) +
-            ", which this run does not have (rank " + std::to_string(a.rank) + ")";
+    abi::TensorArg t;
+    DType dtype;
+    if (!Resolve(b, a.tensor, &t, &dtype) || a.rank != t.rank) {
+      record->bad = true, record->bad_tensor = a.tensor, record->bad_rank = a.rank;
       continue;
     }
     runtime::Access acc;
@@ -301,8 +350,13 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
     acc.box.rank = static_cast<int>(a.rank);
     // Clipped to the tensor: a partial tile touches only what exists (traffic accounting).
     for (int d = 0; d < acc.box.rank; ++d)
-      acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], w.t.shape[d]);
-    if (b.check_nan && acc.write) w.box = acc.box, watches.push_back(std::move(w));
+      acc.box.lo[d] = a.lo[d], acc.box.hi[d] = std::min(a.hi[d], t.shape[d]);
+    if (watches && acc.write) {
+      const std::string label = Label(b, a.tensor);
+      char* copy = arena.allocate_object<char>(label.size() + 1);
+      std::memcpy(copy, label.c_str(), label.size() + 1);
+      watches[record->num_watches++] = {t, dtype, acc.box, copy};
+    }
     // A view's box is a box of the tensor whose memory it is: dependencies follow the memory.
     if (const MadeTensor* v = Made(b, a.tensor); v && v->root >= 0) {
       acc.tensor = static_cast<int>(v->root);
@@ -317,25 +371,14 @@ void Submit(void* ctx, const abi::TaskDesc* desc) {
     }
     task.accesses.push_back(acc);
   }
-  // One allocation for the packed arguments (operator new: aligned for any scalar field).
-  std::vector<char> packed(static_cast<const char*>(desc->args),
-                           static_cast<const char*>(desc->args) + desc->args_size);
-  abi::KernelFn kernel = desc->kernel;
-  task.run = [kernel, packed = std::move(packed), watches = std::move(watches),
-              bad = std::move(bad)]() -> std::string {
-    if (!bad.empty()) return bad;
-    abi::ErrorBuf err{};
-    if (kernel(packed.data(), &err) != 0) {
-      err.message[sizeof(err.message) - 1] = '\0';
-      return err.message;
-    }
-    for (const NanWatch& w : watches) {
-      std::string at = FindNaN(w.t, w.dtype, w.box);
-      if (!at.empty()) return "NaN written to " + w.label + " at " + at;
-    }
-    return {};
-  };
-  b.graph->Submit(std::move(task));
+  record->watches = watches;
+  // The packed arguments, aligned for any scalar field.
+  void* packed = b.arena->allocate(static_cast<size_t>(std::max<int64_t>(desc->args_size, 1)),
+                                   alignof(std::max_align_t));
+  std::memcpy(packed, desc->args, static_cast<size_t>(desc->args_size));
+  record->packed = packed;
+  task.run = [record] { return record->Run(); };
+  b.graph->Submit(task);
 }
 
 // A collective task's packed arguments (trivially copyable: Submit copies them as bytes).
@@ -359,7 +402,7 @@ abi::AccessDesc WholeAccess(const Bridge& b, int64_t id, bool write, abi::Tensor
                             DType* dtype) {
   abi::AccessDesc acc{};
   acc.tensor = id, acc.write = write;
-  if (!Resolve(b, id, t, dtype, nullptr)) return acc;
+  if (!Resolve(b, id, t, dtype)) return acc;
   acc.rank = t->rank, acc.element_bytes = DTypeBytes(*dtype);
   for (int64_t d = 0; d < t->rank; ++d) acc.hi[d] = t->shape[d];
   return acc;
@@ -441,10 +484,12 @@ void Launch(abi::EntryFn entry, const std::vector<Arg>& args, const RunContext& 
       a.f = std::get<double>(args[i]);
     }
   }
-  std::deque<MadeTensor> made;  // declared before the graph: outlives every task
+  // Declared before the graph: they outlive every task.
+  std::pmr::monotonic_buffer_resource arena;
+  std::pmr::deque<MadeTensor> made(&arena);
   runtime::Graph graph(ExecutorFor(ctx.threads), ctx.records != nullptr);
   SoloCollectives solo;
-  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made,
+  Bridge bridge{&graph, &packed, &args, ctx.check_nan, &ctx.arg_names, &made, &arena, {},
                 ctx.collectives ? ctx.collectives : &solo, ctx.collectives == nullptr};
   abi::Runtime rt{&bridge, &Submit, &Alloc, &View, &Collective,
                   ctx.collectives ? ctx.collectives->rank() : 0,
