@@ -8,7 +8,8 @@
 // cells sized by the box then filed (usually the tile shape): an access is filed under every cell
 // it touches (at most kMaxCells, else in an always-scanned list), so a query looks only at nearby
 // accesses — O(1) per access for tiled programs instead of O(tasks in flight). A task's entries
-// leave the history when it finishes. Submit() sleeps while kMaxInFlight tasks are pending, until half have finished.
+// leave the history when it finishes. Submit() sleeps while kMaxInFlight tasks are pending,
+// until half have finished.
 #include "runtime/task_graph.h"
 
 #include <sched.h>
@@ -288,10 +289,10 @@ TaskId Graph::Submit(const Task& task) {
   const bool ready = --n->pending == 0;
   lock.unlock();  // the node stays alive: only this call can queue it, nothing can finish it yet
   // A tiny task that is ready runs here: handing it to a worker moves about ten cache lines
-  // between cores (the locks, the queue, the node, the counters), 60-180 ns each on the 2-vCPU
-  // VM, more than its work. A step shrunk to tiny shapes is a chain of ~330 such tasks: 155 us
-  // on 1 thread, 170-700 us on 2 when each went through the queue (the slow end when the VM's
-  // two vCPUs sat far apart: a cache-line round trip 360 ns instead of 115).
+  // between cores (the locks, the queue, the node, the counters), more than its work. A step
+  // shrunk to tiny shapes is a chain of ~330 such tasks: 155 us on 1 thread; on 2, when each
+  // went through the queue, 165-180 us or 650-760 us, as the 2-vCPU VM's cache-line round trip
+  // between its vCPUs measured 65-120 ns or 360-410 ns (two states lasting minutes).
   if (ready && executor_.help_while_submitting_ && !task.waits_outside && Tiny(*n)) {
     Executor::Run({this, n}, static_cast<int>(executor_.workers_.size()));
   } else if (ready) {

@@ -142,6 +142,23 @@ TEST(Dependencies, MixedBoxSizesRanksAndNegativeOffsetsStillConflict) {
   EXPECT_TRUE(g.Wait().ok());
 }
 
+// A tensor's history is a list up to 32 accesses and a grid of cells beyond: the accesses filed
+// before the switch move onto the grid, and queries find the same conflicts either way.
+TEST(Dependencies, HistoriesPastTheFlatListStillFindEveryConflict) {
+  Executor ex(2, /*help_while_submitting=*/false);
+  Gate gate;
+  Graph g(ex);
+  for (int i = 0; i < 40; ++i) g.Submit(T({W(0, Rows(i, i + 1))}, gate.Hold()));  // 0..39
+  g.Submit(T({R(0, Rows(10, 30))}, gate.Hold()));  // 40: RAW on 10..29
+  g.Submit(T({W(0, Rows(35, 37))}, gate.Hold()));  // 41: WAW on 35 and 36
+  Edges want;
+  for (int i = 10; i < 30; ++i) want.insert({i, 40});
+  want.insert({35, 41}), want.insert({36, 41});
+  EXPECT_EQ(EdgesOf(g), want);
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+}
+
 TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
   // A worker holds x at the gate (one thread, or a submitter that helps, would run it in Submit).
   Executor ex(2, /*help_while_submitting=*/false);
@@ -231,6 +248,36 @@ TEST(Executor, SubmitterRunsQueuedTasksWhileTheWorkersAreBusy) {
     EXPECT_EQ(on_submitter.load() > 0, help);
     gate.Open();
     EXPECT_TRUE(g.Wait().ok());
+  }
+}
+
+// A task that is ready when it is submitted and tiny runs inside Submit, on the submitting
+// thread; one that waits for a predecessor does not, and neither does any with
+// help_while_submitting off.
+TEST(Executor, TinyReadyTasksRunOnTheSubmittingThread) {
+  for (bool help : {true, false}) {
+    SCOPED_TRACE(help ? "help" : "no help");
+    Executor ex(2, help);
+    Gate gate;
+    Graph g(ex);
+    const auto me = std::this_thread::get_id();
+    std::atomic<int> ran_here{0};
+    auto here = [&] {
+      ran_here += std::this_thread::get_id() == me;
+      return std::string();
+    };
+    g.Submit(T({W(0, Rows(0, 1))}, here));
+    EXPECT_EQ(ran_here.load(), help ? 1 : 0);
+    g.Submit(T({W(1, Rows(0, 1024))}, gate.Hold()));  // 32 KiB: not tiny, held on a worker
+    std::atomic<bool> after_gate{false};
+    g.Submit(T({R(1, Rows(0, 1))}, [&] {
+      after_gate = true;
+      return std::string();
+    }));
+    EXPECT_FALSE(after_gate.load());  // not ready: never run inside Submit
+    gate.Open();
+    EXPECT_TRUE(g.Wait().ok());
+    EXPECT_TRUE(after_gate.load());
   }
 }
 
