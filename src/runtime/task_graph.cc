@@ -68,7 +68,6 @@ struct Graph::TensorHistory {
   struct Lists {
     using allocator_type = std::pmr::polymorphic_allocator<>;  // the map's, for its cells
     explicit Lists(const allocator_type& a = {}) : reads(a), writes(a) {}
-    Lists(const Lists& o, const allocator_type& a) : reads(o.reads, a), writes(o.writes, a) {}
     Lists(Lists&& o, const allocator_type& a)
         : reads(std::move(o.reads), a), writes(std::move(o.writes), a) {}
     std::pmr::vector<Entry> reads, writes;
@@ -321,7 +320,7 @@ bool Graph::Tiny(const Node& node) {
   // A task that names no regions (a test's, a benchmark's) has no cost to judge.
   if (node.accesses.empty() || node.flops > kInlineFlops) return false;
   int64_t bytes = 0;
-  for (const Access& a : node.accesses) bytes += a.box.Volume() * a.element_bytes;
+  for (const Access& a : node.accesses) bytes += a.Bytes();
   return bytes <= kInlineBytes;
 }
 
@@ -348,7 +347,7 @@ void Graph::Finish(Node* node, const std::string& error, int worker, double star
   }
   if (record_ && start_us >= 0) {
     int64_t rd = 0, wr = 0;
-    for (const Access& a : node->accesses) (a.write ? wr : rd) += a.box.Volume() * a.element_bytes;
+    for (const Access& a : node->accesses) (a.write ? wr : rd) += a.Bytes();
     records_.push_back({node->id, node->name, worker, start_us, end_us, rd, wr, node->flops});
   }
   for (Node* s : node->successors)

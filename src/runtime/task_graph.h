@@ -44,6 +44,7 @@ struct Access {
   Box box;
   bool write = false;         // reads-and-writes appear as two accesses
   int64_t element_bytes = 0;  // for traffic accounting in traces
+  int64_t Bytes() const { return box.Volume() * element_bytes; }
 };
 
 using TaskId = int64_t;
