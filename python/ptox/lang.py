@@ -321,7 +321,12 @@ class _Builder(ast.NodeVisitor):
         if static is not None:  # over a compile-time constant: only the arm taken is compiled
             self.body(s.body if static else s.orelse)
             return
-        cond = self.operand(s.test)
+        test = s.test
+        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it: drop them
+            rest = [v for v in test.values if self.const(v) is None]
+            if len(rest) == 1:
+                test = rest[0]
+        cond = self.operand(test)
         then_names, else_names = _assigned(s.body), _assigned(s.orelse)
         results = [n for n in then_names + [n for n in else_names if n not in then_names]
                    if n in self.env or (n in then_names and n in else_names)]
@@ -387,8 +392,11 @@ class _Builder(ast.NodeVisitor):
             return self.constants[node.id]
         if isinstance(node, ast.BoolOp):  # `A or B` over compile-time constants
             values = [self.const(v) for v in node.values]
+            decides = isinstance(node.op, ast.Or)  # the value of one term that decides it
+            if any(v is not None and bool(v) == decides for v in values):
+                return decides  # `TP > 1 and n > 8` at TP = 1, whatever n is
             if all(v is not None for v in values):
-                return (any if isinstance(node.op, ast.Or) else all)(values)
+                return not decides
         if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
             values = [self.const(v) for v in [node.left, *node.comparators]]  # `TP > 1`
             if all(v is not None for v in values):

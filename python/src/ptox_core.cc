@@ -304,6 +304,7 @@ NB_MODULE(_core, m) {
   m.def("abort_run", [](const std::string& message, int code) { ptox::AbortRun(message, code); });
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
+  m.def("default_threads", &ptox::DefaultThreads);
   m.def("cache_dir", &ptox::CacheDir);
   m.def("build_manifest_json", [] { return ptox::GetBuildManifest().ToJson(); });
   // Memory bandwidth ceilings (GB/s: median, min, max) for benchmarks; the GIL is released.

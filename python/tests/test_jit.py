@@ -409,6 +409,24 @@ def lambda_free_empty(x: pl.In["N", pl.f32]) -> pl.Out["N", pl.f32]:
     return e + x
 
 
+@pytest.mark.parametrize("on", [False, True])
+def test_constant_terms_of_an_and_or_an_or_fold_before_the_run_time_test(on):
+    def f(x: pl.In["N", pl.f32]) -> pl.Out["N", pl.f32]:
+        y = x
+        if ON and x.shape[0] > 2:  # noqa: F821 - a constant
+            y = -x
+        if not ON or x.shape[0] > 2:  # noqa: F821
+            y = y + 1.0
+        return y
+
+    k = ptox.jit(f, constants={"ON": on})
+    assert k.ir().count("if ") == (2 if on else 0)  # only the run-time comparison is left
+    for n in (2, 3):
+        x = np.arange(n, dtype=np.float32)
+        want = (-x if on and n > 2 else x) + (1.0 if not on or n > 2 else 0.0)
+        np.testing.assert_array_equal(k(x), want)
+
+
 @pytest.mark.parametrize("tp", [1, 2])
 def test_a_comparison_of_constants_compiles_only_the_arm_taken(tp):
     def f(x: pl.In[4, pl.f32]) -> pl.Out[4, pl.f32]:

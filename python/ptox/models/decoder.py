@@ -109,23 +109,67 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
             # within the softmax's bound.
             qg = pl.reshape(q, shape=(KV, G, HD))
             og = pl.empty(shape=(KV, G, HD), dtype=pl.f32)
-            for h in pl.range(0, KV, parallel=True):
-                with pl.incore():
-                    qt = pl.load(qg, [h, 0, 0], shape=(G, HD))
-                    m = pl.full(NEG_INF, shape=(G, 1))
-                    den = pl.full(0.0, shape=(G, 1))
-                    acc = pl.full(0.0, shape=(G, HD))
-                    for p0 in pl.range(0, kcache.shape[1], BP):
-                        kt = pl.load(kcache, [l * KV + h, p0, 0], shape=(BP, HD))
-                        vt = pl.load(vcache, [l * KV + h, p0, 0], shape=(BP, HD))
-                        sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
-                        mn = pl.tile.max(m, pl.tile.row_max(sc))
-                        alpha = pl.tile.exp(pl.tile.sub(m, mn))
-                        e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
-                        den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
-                        acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
-                        m = mn
-                    pl.store(pl.tile.row_expand_div(acc, den), og, [h, 0, 0])
+            if SPLIT > 1 and kcache.shape[1] >= SPLIT_MIN:
+                # Long contexts, when the KV heads do not divide evenly over the threads: each
+                # head's positions in SPLIT chunks of whole tiles, one task each, whose partial
+                # (acc, m, den) a task per head merges as the online softmax merges a tile.
+                cl = (kcache.shape[1] + SPLIT * BP - 1) // (SPLIT * BP) * BP
+                part = pl.empty(shape=(KV, SPLIT, G, HD + 2), dtype=pl.f32)
+                for kh in pl.range(0, KV, parallel=True):
+                    for c0 in pl.range(0, SPLIT * cl, cl, parallel=True):
+                        with pl.incore():
+                            qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
+                            m = pl.full(NEG_INF, shape=(G, 1))
+                            den = pl.full(0.0, shape=(G, 1))
+                            acc = pl.full(0.0, shape=(G, HD))
+                            for p0 in pl.range(c0, pl.min(c0 + cl, kcache.shape[1]), BP):
+                                kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
+                                vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
+                                sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
+                                mn = pl.tile.max(m, pl.tile.row_max(sc))
+                                alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                                e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
+                                den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
+                                acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
+                                m = mn
+                            pl.store(acc, part, [kh, c0 // cl, 0, 0])
+                            pl.store(m, part, [kh, c0 // cl, 0, HD])
+                            pl.store(den, part, [kh, c0 // cl, 0, HD + 1])
+                for kh in pl.range(0, KV, parallel=True):
+                    with pl.incore():
+                        acc = pl.load(part, [kh, 0, 0, 0], shape=(G, HD))
+                        m = pl.load(part, [kh, 0, 0, HD], shape=(G, 1))
+                        den = pl.load(part, [kh, 0, 0, HD + 1], shape=(G, 1))
+                        for c in pl.range(1, SPLIT, unroll=True):
+                            ac = pl.load(part, [kh, c, 0, 0], shape=(G, HD))
+                            mc = pl.load(part, [kh, c, 0, HD], shape=(G, 1))
+                            dc = pl.load(part, [kh, c, 0, HD + 1], shape=(G, 1))
+                            mn = pl.tile.max(m, mc)
+                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                            beta = pl.tile.exp(pl.tile.sub(mc, mn))
+                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.mul(dc, beta))
+                            acc = pl.tile.add(pl.tile.row_expand_mul(acc, alpha),
+                                              pl.tile.row_expand_mul(ac, beta))
+                            m = mn
+                        pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
+            else:
+                for kh in pl.range(0, KV, parallel=True):
+                    with pl.incore():
+                        qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
+                        m = pl.full(NEG_INF, shape=(G, 1))
+                        den = pl.full(0.0, shape=(G, 1))
+                        acc = pl.full(0.0, shape=(G, HD))
+                        for p0 in pl.range(0, kcache.shape[1], BP):
+                            kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
+                            vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
+                            sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
+                            mn = pl.tile.max(m, pl.tile.row_max(sc))
+                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                            e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
+                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
+                            acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
+                            m = mn
+                        pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
             o = pl.reshape(og, shape=(TOKENS, QD))
         else:  # T tokens, causal over the past
             # RoPE of the query and key heads and the append of the keys and values to the
@@ -276,6 +320,10 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
     qdi, fi = cfg.n_heads * cfg.head_dim * tp, cfg.d_ff * tp
     (w_d, w_dt), (w_qd, _), (w_f, _) = _row(cfg.d_model, w), _row(qdi, w), _row(fi, w)
     (e_row, e_dt), (h_row, h_dt) = _row(cfg.d_model, e), _row(cfg.d_model, h)
+    # Decode attention over a long context: each KV head's positions in `split` chunks, the
+    # fewest that make the (head, chunk) tasks a multiple of the threads (3 heads, 2 threads: 2).
+    nt = threads or ptox._core.default_threads()
+    split = nt // math.gcd(cfg.n_kv_heads, nt)
     constants = dict(
         W_Q=w in _QUANTIZED, W_FMT=w or "", W_D=w_d, W_QD=w_qd, W_F=w_f, W_DT=w_dt,
         E_Q=e in _QUANTIZED, E_16=e in ("bf16", "f16"), E_FMT=e or "", E_ROW=e_row, E_DT=e_dt,
@@ -286,6 +334,7 @@ def compile_step(cfg, decode, all_logits=False, target="cpu", threads=0, formats
         DO=cfg.d_model // tp, QDI=qdi, FI=fi,
         V=cfg.vocab, EPS=float(cfg.eps), SCALE=cfg.head_dim ** -0.5, HD2=cfg.head_dim // 2,
         BP=128, BQ=64,  # attention: cache positions per tile, query tokens per prefill task
+        SPLIT=split, SPLIT_MIN=512,  # below 512 positions the split gained nothing here
         NEG_INF=-math.inf,  # the online softmax's running max starts there
         QK_NORM=cfg.qk_norm, DECODE=decode, ALL_LOGITS=all_logits, KV_F16=kv_f16,
         KV_DT=pl.f16 if kv_f16 else pl.f32, TP=tp)

@@ -74,6 +74,24 @@ def test_prefills_of_several_query_blocks_over_a_past(kv_dtype):
         close(got, ref, 2e-2, cos_min=0.99999)
 
 
+@pytest.mark.parametrize("threads,target", [(1, "cpu"), (4, "cpu"), (8, "cpu"), (8, "interp")])
+def test_decode_over_a_long_context_splits_each_heads_positions(threads, target):
+    # From 512 cached positions on, a decode step splits each of the 2 KV heads' positions into
+    # threads / gcd(2, threads) chunks of whole 128-position tiles and merges the chunks' online
+    # softmax states: 2 chunks on 4 threads, 4 on 8 (at P = 513 the third holds one position
+    # and the fourth none), none on 1. Steps at P = 511 .. 516 cover both sides of 512.
+    cfg, w = tiny("llama")
+    cfg = dataclasses.replace(cfg, context=520)
+    ids = np.random.default_rng(5).integers(cfg.vocab, size=516).tolist()
+    ref = numpy_reference.forward(cfg, w, ids)
+    m = Model(cfg, w, None, "tiny", context=520, target="cpu", threads=threads)
+    m.prefill(ids[:510])
+    m.target = target  # the decode step is compiled for it (the interpreter's 510-token
+    got = [m.decode(t) for t in ids[510:]]  # prefill would take minutes)
+    close(np.concatenate(got), ref[510:], 1e-4)
+    assert ("if " in m._steps[True, False].ir()) == (threads > 1)  # the run-time choice
+
+
 def test_a_step_past_the_context_or_with_bad_ids_is_an_error():
     cfg, w = tiny("llama")
     m = Model(cfg, w, None, "tiny", context=8, target="interp")
