@@ -71,7 +71,7 @@ class Model:
         self._steps = {}
 
     def _step(self, decode, all_logits=False):
-        key = (decode, all_logits)
+        key = (decode, all_logits, self.threads)  # the decode attention's split depends on it
         if key not in self._steps:
             step = decoder.compile_step(self._part, decode, all_logits, self.target,
                                         self.threads, self.formats,

@@ -89,7 +89,7 @@ def test_decode_over_a_long_context_splits_each_heads_positions(threads, target)
     m.target = target  # the decode step is compiled for it (the interpreter's 510-token
     got = [m.decode(t) for t in ids[510:]]  # prefill would take minutes)
     close(np.concatenate(got), ref[510:], 1e-4)
-    assert ("if " in m._steps[True, False].ir()) == (threads > 1)  # the run-time choice
+    assert ("if " in m._steps[True, False, threads].ir()) == (threads > 1)  # the run-time choice
 
 
 def test_a_step_past_the_context_or_with_bad_ids_is_an_error():
