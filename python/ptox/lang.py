@@ -562,6 +562,13 @@ class _Builder(ast.NodeVisitor):
             x = self.operand(node.args[0])
             return self.op(node, op, [x], type_text=self.result_type(node, op, [x], shape, dtype),
                            hint=hint)
+        if op == "tile.assemble":  # pl.tile.assemble(dst, src, [row, col])
+            if len(node.args) != 3:
+                self.fail(node, "pl.tile.assemble(dst, src, [row, col])")
+            dst, src = self.operand(node.args[0]), self.operand(node.args[1])
+            v = _Value(self.fresh(hint), "tile")
+            self.emit(node, f"%{v.name} = tile.assemble {dst}, {src}[{self.offsets(node.args[2])}]")
+            return v
         if op in ("tensor.slice", "tile.slice"):  # pl.slice(x, [offsets...], shape=(...))
             if len(node.args) != 2 or shape is None:
                 self.fail(node, f"pl.{name}(x, [offsets...], shape=(sizes...))")

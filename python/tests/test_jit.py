@@ -281,6 +281,30 @@ def test_tile_extract_and_broadcast_have_their_forms():
 
 
 @ptox.jit
+def rotate_half(x: pl.In[4, 8, pl.f32], y: pl.Out[4, 8, pl.f32]):
+    with pl.incore():
+        t = pl.load(x, [0, 0], shape=(4, 8))
+        lo = pl.load(x, [0, 0], shape=(4, 4))
+        hi = pl.tile.neg(pl.load(x, [0, 4], shape=(4, 4)))
+        pl.store(pl.tile.assemble(pl.tile.assemble(t, hi, [0, 0]), lo, [0, 4]), y, [0, 0])
+
+
+def test_tile_assemble_writes_a_tile_into_a_copy_of_another():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    assert "tile.assemble %t, %hi[0, 0]" in rotate_half.ir()
+    np.testing.assert_array_equal(rotate_half(x, check=True),
+                                  np.concatenate([-x[:, 4:], x[:, :4]], axis=1))
+    with pytest.raises(ptox.CompileError, match=r"pl.tile.assemble\(dst, src, \[row, col\]\)"):
+        ptox.jit(assemble_without_offsets)
+
+
+def assemble_without_offsets(x: pl.In[4, 8, pl.f32], y: pl.Out[4, 8, pl.f32]):
+    with pl.incore():
+        t = pl.load(x, [0, 0], shape=(4, 8))
+        pl.store(pl.tile.assemble(t, t), y, [0, 0])
+
+
+@ptox.jit
 def masked(x: pl.In["N", 8, pl.f32], w: pl.In[8, pl.f32]) -> pl.Out["N", 8, pl.f32]:
     return pl.select(x > w, x, 0.0)
 
