@@ -713,8 +713,46 @@ inline void StreamBlock(float* c, int64_t ldc, int64_t n, Src<DA> a, Src<DB> b, 
         c[r * ldc + j] = __builtin_fmaf(a.At(r, u), b.At(u, j), c[r * ldc + j]);
 }
 
+// Few rows times a B of few columns (attention's value tiles: 2-3 probability rows times
+// [128 positions, head dim 64-128]): C stays in registers over the whole k, where StreamBlock
+// loads and stores it every kKU rows of B, a chain through memory per C vector (in cache, a
+// 2 x 128 x 128 f16 product took ~40 % of a decode attention task). The same FMAs in the same
+// order per element: the same bits.
+constexpr int kRegAccs = kL >= 16 ? 16 : 8;
+
+template <int kRows, int kNV, DT DA, DT DB>
+inline void StreamRegs(float* c, int64_t ldc, int64_t k, Src<DA> a, Src<DB> b) {
+  V acc[kRows][kNV];
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Load(c + r * ldc + v * kL);
+  constexpr int kRowBytes = kNV * kL * static_cast<int>(sizeof(Memory<DB>));
+  // ~4 KiB ahead, past the tile's end into the next one, as StreamRows does.
+  constexpr int64_t kAhead = 4096 / kRowBytes > kKU ? 4096 / kRowBytes : kKU;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int off = 0; off < kRowBytes; off += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(b.p + (kk + kAhead) * b.rs) + off, 0, 3);
+    V bv[kNV];
+    for (int v = 0; v < kNV; ++v) bv[v] = Vec::Widen<DB>(b.p + kk * b.rs + v * kL);
+    for (int r = 0; r < kRows; ++r) {
+      const V av = Vec::Set1(a.At(r, kk));
+      for (int v = 0; v < kNV; ++v) acc[r][v] = Vec::Fma(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kNV; ++v) Vec::Store(c + r * ldc + v * kL, acc[r][v]);
+}
+
 template <DT DA, DT DB>
 void StreamRows(float* c, int64_t ldc, int64_t m, int64_t n, int64_t k, Src<DA> a, Src<DB> b) {
+  if (n == 4 * kL && m * 4 <= kRegAccs) {
+    if (m == 1) return StreamRegs<1, 4>(c, ldc, k, a, b);
+    if (m == 2) return StreamRegs<2, 4>(c, ldc, k, a, b);
+    if (m == 3) return StreamRegs<3, 4>(c, ldc, k, a, b);
+  }
+  if (n == 8 * kL && m * 8 <= kRegAccs) {
+    if (m == 1) return StreamRegs<1, 8>(c, ldc, k, a, b);
+    if (m == 2) return StreamRegs<2, 8>(c, ldc, k, a, b);
+  }
   const int64_t cols = std::max<int64_t>(PTOX_CPU_L1_BYTES / 2 / 4 / m / kL * kL, 256);
   for (int64_t j0 = 0; j0 < n; j0 += cols) {
     const int64_t nj = std::min<int64_t>(cols, n - j0);

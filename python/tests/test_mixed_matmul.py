@@ -76,3 +76,34 @@ def test_tensor_matmul_of_f32_activations_and_16_bit_weights(name, m):
     prog.constant_inputs = ("w",)
     for target in TARGETS:
         assert (np.abs(prog(a, w, target=target) - ref) <= bound + 1e-30).all(), target
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("m,n", [(1, 64), (2, 64), (3, 64), (1, 128), (2, 128), (3, 128)])
+def test_few_rows_times_a_tile_of_value_rows(name, m, n):
+    # Decode attention's probabilities times a tile of 128 cached value rows, accumulated onto a
+    # running output: C stays in registers over the whole k where it fits (kernels/cpu/matmul.h
+    # StreamRegs), else it goes through memory every 4 rows.
+    dt, np_dt = DTYPES[name]
+
+    def pv(c0: pl.In[m, n, pl.f32], e: pl.In[m, 128, pl.f32], v: pl.In[128, n, dt],
+           c: pl.Out[m, n, pl.f32]):
+        with pl.incore():
+            acc = pl.tile.matmul_acc(pl.load(c0, [0, 0], shape=(M, N)),  # noqa: F821
+                                     pl.load(e, [0, 0], shape=(M, 128)),  # noqa: F821
+                                     pl.load(v, [0, 0], shape=(128, N)))  # noqa: F821
+            pl.store(acc, c, [0, 0])
+
+    # The annotations read m, n, dt (evaluated where pv is defined, then by ptox.jit from the
+    # constants); the body reads M and N: a body that read m would close over it.
+    prog = ptox.jit(pv, constants={"m": m, "n": n, "dt": dt, "M": m, "N": n})
+    rng = np.random.default_rng(m * 1000 + n)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    e = rng.random((m, 128)).astype(np.float32)
+    v = rng.standard_normal((128, n)).astype(np_dt)
+    v64 = v.astype(np.float64)
+    ref = c0.astype(np.float64) + e.astype(np.float64) @ v64
+    bound = 129 * 2.0 ** -24 * (np.abs(c0) + e.astype(np.float64) @ np.abs(v64))
+    for target in ["interp"] + TARGETS:
+        got = prog(c0, e, v, target=target)
+        assert (np.abs(got - ref) <= bound + 1e-30).all(), target
