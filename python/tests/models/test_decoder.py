@@ -86,8 +86,10 @@ def test_decode_over_a_long_context_splits_each_heads_positions(threads, target)
     ref = numpy_reference.forward(cfg, w, ids)
     m = Model(cfg, w, None, "tiny", context=520, target="cpu", threads=threads)
     m.prefill(ids[:510])
-    m.target = target  # the decode step is compiled for it (the interpreter's 510-token
-    got = [m.decode(t) for t in ids[510:]]  # prefill would take minutes)
+    # The decode step compiles for `target` when first run (the interpreter's 510-token prefill
+    # would take minutes).
+    m.target = target
+    got = [m.decode(t) for t in ids[510:]]
     close(np.concatenate(got), ref[510:], 1e-4)
     assert ("if " in m._steps[True, False, threads].ir()) == (threads > 1)  # the run-time choice
 
