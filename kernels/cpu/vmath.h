@@ -32,10 +32,13 @@ using V = hn::Vec<D>;
 //    [2^23, 2^24), where the last bits are 2^22 + n), not converted back from n;
 //  - on AVX-512, vscalefps multiplies by 2^n with one rounding, the rounding of the scalar form's
 //    two exact-then-rounded steps (p 2^(n>>1) is exact for every n here).
+// kNonPositive: the caller knows x <= 0 (-Inf included) and not NaN, where the upper clamp and
+// the NaN case change nothing, so they are left out (3 of 19 instructions on AVX-512).
+template <bool kNonPositive = false>
 inline V Exp(V x) {
   const D d;
   V xc = hn::Max(x, hn::Set(d, -104.0f));
-  xc = hn::Min(xc, hn::Set(d, 88.8f));
+  if constexpr (!kNonPositive) xc = hn::Min(xc, hn::Set(d, 88.8f));
   const V magic = hn::Set(d, 12582912.0f);
   const V t = hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic);
   const V n = hn::Sub(t, magic);
@@ -59,6 +62,7 @@ inline V Exp(V x) {
   const V s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::Sub(ni, n1), bias)));
   const V result = hn::Mul(hn::Mul(p, s1), s2);
 #endif
+  if constexpr (kNonPositive) return result;
   return hn::IfThenElse(hn::IsNaN(x), hn::Add(x, x), result);
 }
 
@@ -130,5 +134,28 @@ inline V Gelu(V x) {
 #define PTOX_VMATH_FN(F) PTOX_VMATH_ARRAY(F)
 #include "kernels/cpu/vmath_fns.def"
 #undef PTOX_VMATH_ARRAY
+
+// out[k] = scalar::Exp(in[k] - m) for k in [0, n), the f32 difference rounded first: a fused
+// loop's exp of a row minus a per-row value, which needs no buffer for the differences and, read
+// in place, no copy of the row. `max_of_in`: m is the maximum of in[0, n) (softmax); when it is
+// finite, every difference is <= 0 or -Inf and none is NaN, so Exp's upper clamp and NaN case
+// are left out. (A row with a NaN, or an infinite maximum, takes the general form.)
+inline void ExpSub(const float* in, float m, float* out, int64_t n, bool max_of_in) {
+#ifdef PTOX_VMATH
+  const D d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const V vm = hn::Set(d, m);
+  int64_t k = 0;
+  if (max_of_in && __builtin_isfinite(m)) {
+    for (; k + N <= n; k += N) hn::StoreU(Exp<true>(hn::Sub(hn::LoadU(d, in + k), vm)), d, out + k);
+  } else {
+    for (; k + N <= n; k += N) hn::StoreU(Exp(hn::Sub(hn::LoadU(d, in + k), vm)), d, out + k);
+  }
+#else
+  (void)max_of_in;
+  int64_t k = 0;
+#endif
+  for (; k < n; ++k) out[k] = scalar::Exp(in[k] - m);
+}
 
 }  // namespace ptox::cpu::vmath

@@ -2,6 +2,8 @@
 // patterns, or every stride-th with --stride=N), for each function with a vector form. Built once per x86 ISA the kernels are compiled
 // for (vmath_check_avx512, vmath_check_avx2); exits 77 (skipped) where the host lacks the ISA.
 //   vmath_check [--stride=N]
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,11 +33,35 @@ struct Function {
 };
 namespace vm = ptox::cpu::vmath;
 namespace sc = ptox::scalar;
+
+// ExpSub, a fused softmax's exp of a row minus its maximum m: the general form on every input
+// (m = 0.75), and the form for a finite maximum on the input mapped to at most m (a NaN to -inf),
+// m = 0 (every non-positive f32 exactly) and m = 100 (differences that round).
+template <int kM>
+float AtMost(float x) {
+  return x != x ? -INFINITY : std::min(x, static_cast<float>(kM));
+}
+void ExpSubAny(const float* in, float* out, int64_t n) { vm::ExpSub(in, 0.75f, out, n, false); }
+float ExpSubAnyRef(float x) { return sc::Exp(x - 0.75f); }
+template <int kM>
+void ExpSubMax(const float* in, float* out, int64_t n) {
+  std::vector<float> t(n);
+  for (int64_t k = 0; k < n; ++k) t[k] = AtMost<kM>(in[k]);
+  vm::ExpSub(t.data(), kM, out, n, true);
+}
+template <int kM>
+float ExpSubMaxRef(float x) {
+  return sc::Exp(AtMost<kM>(x) - static_cast<float>(kM));
+}
+
 const Function kFunctions[] = {{"exp", vm::Exp, sc::Exp},
                                {"tanh", vm::Tanh, sc::Tanh},
                                {"sigmoid", vm::Sigmoid, sc::Sigmoid},
                                {"silu", vm::Silu, sc::Silu},
-                               {"gelu", vm::Gelu, sc::Gelu}};
+                               {"gelu", vm::Gelu, sc::Gelu},
+                               {"exp(x - 0.75)", ExpSubAny, ExpSubAnyRef},
+                               {"exp(min(x, 0) - max)", ExpSubMax<0>, ExpSubMaxRef<0>},
+                               {"exp(min(x, 100) - max)", ExpSubMax<100>, ExpSubMaxRef<100>}};
 
 struct Mismatch {
   uint64_t count = 0;

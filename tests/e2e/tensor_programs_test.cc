@@ -150,6 +150,54 @@ TEST(TensorSpecialValues, MatchTheInterpreter) {
   }
 }
 
+// exp(x - m) per row, fused into pc::vmath::ExpSub: m the row's maximum (the form that leaves out
+// Exp's overflow and NaN cases where the maximum is finite) or its minimum (the general form), on rows
+// whose maximum is NaN, +inf, -inf (all -inf), finite beside -inf, or finite with differences
+// that overflow to -inf, underflow or give subnormals; 300 columns, so vectors and a tail. The
+// exp values are stored as they are, so each must be bit-identical to the interpreter's.
+TEST(TensorSpecialValues, ExpOfARowShiftMatchesTheInterpreter) {
+  for (const char* m : {"tensor.reduce_max", "tensor.reduce_min"}) {
+    Program prog = Parse(std::string(R"(
+func @shifted_exp(%x: in tensor<{N}x300xf32>, %y: out tensor<{N}x300xf32>) {
+  %m = )") + m + R"( %x {axis = -1, keepdims = true}
+  %s = tensor.sub %x, %m
+  %e = tensor.exp %s
+  tensor.store %e, %y
+}
+)");
+    const Dims dims = {{"N", 9}};
+    auto fill = [](Buffers& b) {
+      HostTensor& t = *b.tensors[0];
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        const int64_t row = k / 300, col = k % 300;
+        float v = std::ldexp(static_cast<float>((k * 37) % 101) - 50.0f, -3);  // [-6.25, 6.25]
+        if (row == 0 && col == 17) v = NAN;
+        if (row == 1 && col == 290) v = INFINITY;
+        if (row == 2) v = -INFINITY;
+        if (row == 3 && col % 3 == 0) v = -INFINITY;
+        if (row == 4) v = col % 2 ? 3e38f : -3e38f;         // x - max overflows to -inf
+        if (row == 5) v = -0.37f * static_cast<float>(col);  // down to -110: subnormals, zeros
+        if (row == 6) v = col == 5 ? 1e-40f : -1e-40f;
+        if (row == 7) v = col == 0 ? 88.0f : -20.0f + 0.1f * col;
+        t.Set(k, v);
+      }
+    };
+    Buffers ref = MakeArgs(prog, dims, 1);
+    fill(ref);
+    ASSERT_TRUE(ptox::Run(prog, ref.args, {.target = "interp"}).ok());
+    for (const std::string& t : AvailableTargets()) {
+      if (t == "interp") continue;
+      for (bool fuse : {true, false}) {
+        Buffers got = MakeArgs(prog, dims, 1);
+        fill(got);
+        Status st = ptox::Run(prog, got.args, {.target = t, .fuse = fuse});
+        ASSERT_TRUE(st.ok()) << st.message();
+        ExpectClose(got, ref, 0.0, std::string("exp(x - ") + m + ") on " + t);
+      }
+    }
+  }
+}
+
 // Distinct kernels (task names without the position) and bytes moved in one run on "cpu".
 struct Traffic {
   std::set<std::string> kernels;

@@ -119,6 +119,8 @@ class FusedLoop {
         break;
       }
       case ir::OpFamily::kUnary: {
+        if (op.op() == ir::OpCode::kTileExp && rt.dtype() == DType::kF32)
+          if (const ir::OpStmt* shift = InlinedRowShift(a[0])) return ExpSub(x, *shift, round);
         const std::string y = Operand(a[0], rt.dtype(), op);
         const std::string_view sfn = ir::GetOpInfo(op.op()).scalar_fn;
         if (!HasVectorForm(sfn)) {
@@ -129,11 +131,8 @@ class FusedLoop {
         e_.uses_vmath_ = true;
         const std::string buf = Buffer("float");
         Body(fmt::format("{}[c - c0] = {};", buf, y));
-        segs_.back().call = fmt::format("pc::vmath::{0}({1}, {1}, c1 - c0);", sfn, buf);
-        segs_.emplace_back();
-        Body(fmt::format("const auto {} = {};", x, rounded(buf + "[c - c0]")));
-        if (rt.dtype() == DType::kF32) vector_result_ = {x, std::string(sfn), buf};
-        return {x, Segment()};
+        return VectorForm(x, rt.dtype(), fmt::format("pc::vmath::{}({}, ", sfn, buf), buf,
+                          ", c1 - c0);", round);
       }
       case ir::OpFamily::kCompare: {
         const DType in = a[0].type().dtype();
@@ -184,6 +183,56 @@ class FusedLoop {
       }
       default: PTOX_ICHECK(false) << "not fusible: " << ir::OpName(op.op());
     }
+    return {x, Segment()};
+  }
+
+  // The inlined f32 `tile.row_expand_sub %a, %m` that operand `a` is, or null.
+  const ir::OpStmt* InlinedRowShift(const ir::Operand& a) const {
+    if (!a.is_value() || !e_.Inlined(a.value())) return nullptr;
+    const ir::OpStmt* p = e_.producer_.at(a.value().get());
+    const bool f32 = p->result()->type.dtype() == DType::kF32 &&
+                     p->args()[0].type().dtype() == DType::kF32;
+    return p->op() == ir::OpCode::kTileRowExpandSub && f32 ? p : nullptr;
+  }
+
+  // exp(a - m) of an inlined row shift `shift` (softmax's): pc::vmath::ExpSub subtracts the row's
+  // m itself, reading `a` in place when it is an f32 load (contiguous rows), else from a chunk
+  // buffer. When m is tile.row_max of the same %a, ExpSub may leave out Exp's overflow and NaN
+  // cases on rows whose maximum is finite. The difference is rounded to f32 before exp, as the
+  // element code would, so the bits are the same.
+  Elem ExpSub(const std::string& x, const ir::OpStmt& shift, bool round) {
+    const ir::Operand& a = shift.args()[0];
+    const ir::Value& m = shift.args()[1].value();  // materialized (fuse-tiles)
+    const std::string mv = e_.Name(m);
+    pre_.push_back(fmt::format("vr = std::min<int64_t>(vr, {}.vr);", mv));
+    const std::string y = Operand(a, DType::kF32, shift);
+    const std::string w = elem_.at(a.value().get()).window;
+    const std::string buf = Buffer("float");
+    Body(fmt::format("{}{}[c - c0] = {};", w.empty() ? "" : "if constexpr (!kContig) ", buf, y));
+    const std::string in =
+        w.empty() ? buf
+                  : fmt::format("kContig ? reinterpret_cast<const float*>({}_row) + c0 : {}", w,
+                                buf);
+    auto it = e_.producer_.find(m.get());
+    const bool max_of_a = it != e_.producer_.end() && it->second->op() == ir::OpCode::kTileRowMax &&
+                          it->second->args()[0].is_value() && a.is_value() &&
+                          it->second->args()[0].value() == a.value();
+    e_.uses_vmath_ = true;
+    const std::string out = Buffer("float");
+    return VectorForm(x, DType::kF32, fmt::format("pc::vmath::ExpSub({}, {}.v[r], ", in, mv), out,
+                      fmt::format(", c1 - c0, {});", max_of_a), round);
+  }
+
+  // Ends the segment with a vector form over the chunk, `head` + its output + `tail`, writing
+  // `out`, and starts the next segment, where element x reads the result back.
+  Elem VectorForm(const std::string& x, DType d, std::string head, const std::string& out,
+                  std::string tail, bool round) {
+    segs_.back().call = head + out + tail;
+    segs_.emplace_back();
+    const std::string v = out + "[c - c0]";
+    Body(fmt::format("const auto {} = {};", x,
+                     round ? fmt::format("pc::RoundTo<{}>({})", DTypeEnum(d), v) : v));
+    if (d == DType::kF32) vector_result_ = {x, std::move(head), std::move(tail)};
     return {x, Segment()};
   }
 
@@ -270,8 +319,8 @@ class FusedLoop {
     // NaN check reads it): the vector form writes the tile row itself, without the copy.
     if (x == vector_result_.x && segs_.back().lines.size() == 1 && !exact_) {
       segs_.pop_back();
-      segs_.back().call = fmt::format("pc::vmath::{}({}, &{}.v[r * {} + c0], c1 - c0);",
-                                      vector_result_.fn, vector_result_.buf, dest, shape_.cols());
+      segs_.back().call = fmt::format("{}&{}.v[r * {} + c0]{}", vector_result_.head, dest,
+                                      shape_.cols(), vector_result_.tail);
       return;
     }
     Body(fmt::format("{}.v[r * {} + c] = {};", dest, shape_.cols(), x));
@@ -484,8 +533,8 @@ class FusedLoop {
     std::string window, buf, bytes;  // window empty: the loop does not stream its store
   } stream_;
   struct {
-    std::string x, fn, buf;  // the last f32 vector form: its result element, function, buffer
-  } vector_result_;
+    std::string x, head, tail;  // the last f32 vector form: its result element, its call's text
+  } vector_result_;              // before and after the output
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
     std::string fn, dest, dtype, where;  // fn empty: not a reduction
