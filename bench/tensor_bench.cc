@@ -1,6 +1,9 @@
 // Tensor-level programs (softmax, rmsnorm, layernorm, 8-op elementwise chains) compiled with and
 // without fuse-elementwise, against the same-run triad and PyTorch CPU eager. See bench/README.md.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -307,8 +311,114 @@ Traffic CountTraffic(const std::vector<ptox::TaskTrace>& trace) {
   return t;
 }
 
+// ---- PyTorch baseline ---------------------------------------------------------------------------
+
+// bench/torch_baseline.py --serve, started once: MeasureCase asks it for each case and thread
+// count right after ptox's fused runs of the same, so that the two are measured seconds apart
+// (this VM's memory bandwidth drifts over seconds to minutes; before, torch ran every case after
+// ptox had run all of them, tens of seconds later).
+class TorchServer {
+ public:
+  TorchServer(const std::string& python, const std::string& script, const std::string& tmp,
+              int64_t rows, int64_t cols) {
+    if (!fs::exists(script)) {
+      note_ = "unavailable: " + script + " not found";
+      return;
+    }
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) {
+      note_ = "unavailable: pipe failed";
+      return;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    const std::string log = tmp + "/torch.log";
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&fa, fd);
+    const std::string shape = "--shape=" + std::to_string(rows) + "x" + std::to_string(cols);
+    const std::string evict = "--evict-bytes=" + std::to_string(g_evict_bytes);
+    std::vector<std::string> argv_s = {python, script, "--serve", shape, evict};
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fprintf(stderr, "torch baseline: %s %s --serve %s %s (log %s)\n", python.c_str(),
+                 script.c_str(), shape.c_str(), evict.c_str(), log.c_str());
+    const int rc = posix_spawn(&pid_, python.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    to_ = fdopen(in[1], "w");
+    from_ = fdopen(out[0], "r");
+    if (rc != 0) {
+      pid_ = -1;
+      note_ = "unavailable: cannot start " + python + ": " + std::strerror(rc);
+      return;
+    }
+    std::optional<Json> hello = Read();
+    if (!hello) {
+      note_ = "unavailable: torch_baseline.py --serve failed (see " + log + ")";
+    } else if (!hello->value("available", false)) {
+      note_ = "unavailable: " + hello->value("reason", std::string("?"));
+    } else {
+      note_ = "torch " + hello->value("torch", std::string("?"));
+      ok_ = true;
+    }
+  }
+  ~TorchServer() {
+    if (to_) std::fclose(to_);  // end of stdin: the server exits
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+
+  bool ok() const { return ok_; }
+  const std::string& note() const { return note_; }
+
+  // torch's times for case `c` on `p.threads` threads into p; a failure ends the baseline.
+  void Time(const Case& c, int reps, PerThreads* p) {
+    if (!ok_) return;
+    std::fprintf(to_, "%s:%s %d %d\n", c.op.c_str(), c.dname.c_str(), p->threads, reps);
+    std::fflush(to_);
+    std::optional<Json> t = Read();
+    if (!t || t->contains("error")) {
+      ok_ = false;
+      note_ = "unavailable: torch_baseline.py stopped: " +
+              (t ? t->value("error", std::string()) : std::string("no answer"));
+      std::fprintf(stderr, "%s\n", note_.c_str());
+      return;
+    }
+    p->torch_ok = true;
+    p->torch = {(*t)["median_s"].get<double>(), (*t)["min_s"].get<double>(),
+                (*t)["max_s"].get<double>()};
+    p->torch_faults = t->value("minflt_per_run", 0.0);
+  }
+
+ private:
+  std::optional<Json> Read() {
+    char* line = nullptr;
+    size_t cap = 0;
+    const ssize_t n = from_ ? getline(&line, &cap, from_) : -1;
+    std::optional<Json> j;
+    if (n > 0) {
+      try {
+        j = Json::parse(std::string(line, n));
+      } catch (const std::exception&) {
+      }
+    }
+    std::free(line);
+    return j;
+  }
+
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  bool ok_ = false;
+  std::string note_;
+};
+
 Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int>& threads,
-                const std::vector<double>& triad, int reps) {
+                const std::vector<double>& triad, int reps, TorchServer* torch) {
   Row r;
   r.c = c;
   auto prog = ptox::Program::Parse(ProgramText(c, cols), c.op + "_" + c.dname);
@@ -362,7 +472,7 @@ Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int
   // so each run finds the caches as the same program's previous run left them. (Alternating
   // fused and unfused runs let the unfused one's intermediates, four times the tensor, evict the
   // fused run's input from the L3 first: the fused timings then read 1.5x slower than warm ones
-  // and than torch's, which were always warm.)
+  // and than torch's, which were always warm.) Per thread count: fused, torch, unfused.
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     PerThreads p;
     p.threads = threads[ti];
@@ -380,6 +490,7 @@ Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int
         (fused ? f : u).push_back(Seconds(a, Clock::now()));
         (fused ? ff : uf) += MinorFaults() - f0;
       }
+      if (fused && torch) torch->Time(c, reps, &p);
     }
     p.fused_faults = static_cast<double>(ff) / reps;
     p.unfused_faults = static_cast<double>(uf) / reps;
@@ -390,61 +501,12 @@ Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int
   return r;
 }
 
-// ---- PyTorch baseline ---------------------------------------------------------------------------
-
-// Runs torch_baseline.py once for every case and thread count; fills per-row torch stats. Returns
-// a note for the report ("torch 1.13.0" or why it is unavailable).
-std::string RunTorch(const std::string& python, const std::string& script, const std::string& tmp,
-                     const std::vector<Case>& cases, int64_t rows, int64_t cols,
-                     const std::vector<int>& threads, int reps, std::vector<Row>* out) {
-  if (!fs::exists(script)) return "unavailable: " + script + " not found";
-  std::string list, tlist;
-  for (const Case& c : cases) list += (list.empty() ? "" : ",") + c.op + ":" + c.dname;
-  for (int t : threads) tlist += (tlist.empty() ? "" : ",") + std::to_string(t);
-  const std::string json = tmp + "/torch.json";
-  const std::string cmd = "'" + python + "' '" + script + "' --json='" + json +
-                          "' --shape=" + std::to_string(rows) + "x" + std::to_string(cols) +
-                          " --threads=" + tlist + " --reps=" + std::to_string(reps) +
-                          " --cases=" + list + " --evict-bytes=" + std::to_string(g_evict_bytes) +
-                          " > '" + tmp + "/torch.log' 2>&1";
-  std::fprintf(stderr, "torch baseline: %s\n", cmd.c_str());
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0 || !fs::exists(json)) {
-    std::ifstream log(tmp + "/torch.log");
-    std::stringstream ss;
-    ss << log.rdbuf();
-    std::string tail = ss.str();
-    if (tail.size() > 300) tail = tail.substr(tail.size() - 300);
-    std::fprintf(stderr, "torch baseline failed (status %d): %s\n", rc, tail.c_str());
-    return "unavailable: torch_baseline.py failed (status " + std::to_string(rc) + ")";
-  }
-  Json j;
-  try {
-    std::ifstream(json) >> j;
-  } catch (const std::exception& e) {
-    return std::string("unavailable: bad JSON from torch_baseline.py: ") + e.what();
-  }
-  if (!j.value("available", false)) return "unavailable: " + j.value("reason", std::string("?"));
-  for (const Json& t : j["rows"]) {
-    for (Row& r : *out) {
-      if (r.c.op != t["op"].get<std::string>() || r.c.dname != t["dtype"].get<std::string>())
-        continue;
-      for (PerThreads& p : r.per) {
-        if (p.threads != t["threads"].get<int>()) continue;
-        p.torch_ok = true;
-        p.torch = {t["median_s"].get<double>(), t["min_s"].get<double>(), t["max_s"].get<double>()};
-        p.torch_faults = t.value("minflt_per_run", 0.0);
-      }
-    }
-  }
-  return "torch " + j["torch"].get<std::string>();
-}
-
 // ---- Rounds -------------------------------------------------------------------------------------
 
 double Median(const std::vector<double>& v) { return ptox::bench::Summarize(v).median; }
 
-// One row per case from `rounds` independent measurements (each ptox's then torch's): medians
+// One row per case from `rounds` independent measurements (each case's fused runs, torch's, then
+// the unfused runs, per thread count): medians
 // of the rounds' medians, the extremes of their extremes, and each round's fused / torch ratio.
 // The first aborted round's error wins.
 std::vector<Row> MergeRounds(const std::vector<std::vector<Row>>& rounds) {
@@ -496,8 +558,9 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
                                                  " MiB read before each timed run)"
                                            : "warm (runs back to back)";
   std::fprintf(md,
-               "Shape %lldx%lld, %d repetitions after one warm-up, %d round%s (each ptox's runs, "
-               "then torch's; times are medians of the rounds' medians, \"fused vs torch\" the "
+               "Shape %lldx%lld, %d repetitions after one warm-up, %d round%s (per case and thread "
+               "count: ptox fused, then torch, then ptox unfused; times are medians of the rounds' "
+               "medians, \"fused vs torch\" the "
                "median of the rounds' ratios [their range]); %s; malloc: %s; caches: %s.\n\n",
                static_cast<long long>(nrows), static_cast<long long>(cols), reps, rounds,
                rounds == 1 ? "" : "s", torch_note.c_str(), malloc_mode.c_str(), caches.c_str());
@@ -685,20 +748,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "triad %d thread(s): %.2f GB/s\n", t, triad.back());
   }
   std::vector<std::vector<Row>> per_round;
-  std::string torch_note = "torch: not run (--no-torch)";
+  std::optional<TorchServer> server;
+  if (torch) server.emplace(python, script, tmp, rows, cols);
   for (int round = 0; round < rounds; ++round) {
     std::vector<Row>& results = per_round.emplace_back();
     for (const Case& c : cases) {
       auto a = Clock::now();
-      results.push_back(MeasureCase(c, rows, cols, threads, triad, reps));
+      results.push_back(MeasureCase(c, rows, cols, threads, triad, reps,
+                                    server && server->ok() ? &*server : nullptr));
       std::fprintf(stderr, "round %d, %s %s: %s (%.1f s)\n", round + 1, c.op.c_str(),
                    c.dname.c_str(),
                    results.back().error.empty() ? "ok" : results.back().error.c_str(),
                    Seconds(a, Clock::now()));
     }
-    if (torch)
-      torch_note = RunTorch(python, script, tmp, cases, rows, cols, threads, reps, &results);
   }
+  std::string torch_note = server ? server->note() : "torch: not run (--no-torch)";
+  server.reset();
   const std::vector<Row> results = MergeRounds(per_round);
   if (torch_note.rfind("unavailable", 0) == 0) torch_note = "torch " + torch_note;
   FILE* md = md_path.empty() ? stdout : std::fopen(md_path.c_str(), "w");

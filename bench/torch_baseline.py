@@ -3,11 +3,17 @@
 # 8-op elementwise chains at given thread counts and writes the medians as JSON.
 """Usage: torch_baseline.py [--json=FILE] [--shape=RxC] [--threads=2,1] [--reps=15] [--evict-bytes=N]
                             [--cases=softmax:f32,rmsnorm:bf16,layernorm:f32,chain:f32,...]
+       torch_baseline.py --serve [--shape=RxC] [--evict-bytes=N]
 
 Prints a table to stdout; --json=FILE writes {"available": true, "torch": VERSION, "rows": [...]}
 with one row per (case, threads): median / min / max seconds and minor page faults per run.
 Without torch it writes {"available": false, "reason": ...} and exits 0, so callers can report it
 as unavailable.
+
+--serve: times one case per request, so that tensor_bench measures torch right after ptox on the
+same case (this VM's memory bandwidth drifts over seconds). It prints {"available": ..., "torch":
+VERSION} as its first line, then reads lines "op:dtype threads reps" from stdin and answers each
+with one JSON row on stdout, until stdin ends.
 """
 
 import argparse
@@ -28,6 +34,7 @@ def parse_args():
     p.add_argument("--cases", default="softmax:f32,rmsnorm:f32,layernorm:f32,chain:f32,"
                    "chain_dag:f32,softmax:bf16,rmsnorm:bf16,layernorm:bf16",
                    help="comma-separated op:dtype (op: softmax rmsnorm layernorm chain chain_dag)")
+    p.add_argument("--serve", action="store_true", help="time the cases stdin asks for")
     return p.parse_args()
 
 
@@ -103,38 +110,75 @@ def time_it(fn, reps, evict):
     return median, times[0], times[-1], faults / reps
 
 
+class Timer:
+    """Times cases on one shape, keeping the inputs of the last case (its thread counts follow
+    one another)."""
+
+    def __init__(self, torch, rows, cols, evict_bytes):
+        self.torch, self.rows, self.cols = torch, rows, cols
+        self.dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
+        self.junk = torch.ones(evict_bytes // 8, dtype=torch.int64)
+        self.case, self.fn = None, None
+
+    def evict(self):  # as tensor_bench's EvictCaches: a read of the whole buffer
+        if self.junk.numel():
+            self.junk.sum()
+
+    def row(self, case, threads, reps):
+        if case != self.case:
+            op, dt = case.split(":")
+            self.case, self.fn = None, None  # frees the last case's inputs first
+            self.fn = make_case(self.torch, op, self.dtypes[dt], self.rows, self.cols)
+            self.case = case
+        self.torch.set_num_threads(threads)
+        med, lo, hi, faults = time_it(self.fn, reps, self.evict)
+        op, dt = case.split(":")
+        return {"op": op, "dtype": dt, "threads": self.torch.get_num_threads(), "median_s": med,
+                "min_s": lo, "max_s": hi, "minflt_per_run": faults}
+
+
+def serve(timer):
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            case, threads, reps = line.split()
+            print(json.dumps(timer.row(case, int(threads), int(reps))))
+        except Exception as e:  # noqa: BLE001 - reported to the caller, which stops asking
+            print(json.dumps({"error": "%s: %s" % (line.strip(), e)}))
+        sys.stdout.flush()
+
+
 def main():
     args = parse_args()
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - any import failure means "no baseline"
-        write_json(args.json, {"available": False, "reason": "import torch: %s" % e})
+        reason = {"available": False, "reason": "import torch: %s" % e}
+        if args.serve:
+            print(json.dumps(reason))
+            return 0
+        write_json(args.json, reason)
         print("torch unavailable: %s" % e)
         return 0
     rows, cols = (int(v) for v in args.shape.lower().split("x"))
-    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
+    timer = Timer(torch, rows, cols, args.evict_bytes)
+    if args.serve:
+        print(json.dumps({"available": True, "torch": torch.__version__}))
+        sys.stdout.flush()
+        serve(timer)
+        return 0
     threads = [int(t) for t in args.threads.split(",") if t]
     out = {"available": True, "torch": torch.__version__, "shape": [rows, cols],
            "reps": args.reps, "evict_bytes": args.evict_bytes, "rows": []}
-    junk = torch.ones(args.evict_bytes // 8, dtype=torch.int64)
-
-    def evict():  # as tensor_bench's EvictCaches: a read of the whole buffer
-        if junk.numel():
-            junk.sum()
-
     for case in args.cases.split(","):
-        op, dt = case.split(":")
-        fn = make_case(torch, op, dtypes[dt], rows, cols)
         for n in threads:
-            torch.set_num_threads(n)
-            med, lo, hi, faults = time_it(fn, args.reps, evict)
-            out["rows"].append({"op": op, "dtype": dt, "threads": torch.get_num_threads(),
-                                "median_s": med, "min_s": lo, "max_s": hi,
-                                "minflt_per_run": faults})
+            r = timer.row(case, n, args.reps)
+            out["rows"].append(r)
             print("%-10s %-5s %2d threads: %8.3f ms (min %.3f, max %.3f)"
-                  % (op, dt, n, med * 1e3, lo * 1e3, hi * 1e3))
+                  % (r["op"], r["dtype"], n, r["median_s"] * 1e3, r["min_s"] * 1e3,
+                     r["max_s"] * 1e3))
             sys.stdout.flush()
-        del fn
     write_json(args.json, out)
     return 0
 
