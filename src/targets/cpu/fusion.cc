@@ -335,7 +335,7 @@ class FusedLoop {
     // along dim `row_dim` (-1: none).
     // A streamed store's lines are not prefetched: that would read them.
     auto find = [&](const ir::OpStmt& op, size_t t, DType d, int row_dim, int64_t shift,
-                    bool streamable) {
+                    bool streamable, int64_t further) {
       const std::string w = Fresh("pw");
       const size_t row = row_dim < 0 ? op.args().size() : t + 1 + row_dim;
       std::vector<std::string> offs;
@@ -350,13 +350,19 @@ class FusedLoop {
           streamable ? fmt::format("!pc::StreamsStores({}, {}) && ", tensor, bytes) : "";
       pre_.push_back(fmt::format("const bool {0}_ok = {1}pc::FindWindow({2}, {{{3}}}, {4}, &{0});",
                                  w, unless, tensor, fmt::join(offs, ", "), bytes));
-      prefetch_.push_back(w);
+      prefetch_.push_back({w, further});
     };
     if (p.store)
-      find(*p.store, 1, p.store->args()[0].type().dtype(), -1, 0, e_.streamable_.count(p.store));
-    for (const auto& [load, step] : p.next_loads)
-      find(*load, 0, load->result()->type.dtype(), load->args()[0].type().rank() - 2, step,
-           false);
+      find(*p.store, 1, p.store->args()[0].type().dtype(), -1, 0, e_.streamable_.count(p.store),
+           0);
+    // A trip of at most 32 KiB also prefetches the trip after next (pc::Prefetch's `further`).
+    constexpr int64_t kFurtherBytes = 32 << 10;
+    for (const auto& [load, step] : p.next_loads) {
+      const ir::Type& tile = load->result()->type;
+      const int64_t bytes = tile.rows() * tile.cols() * DTypeBytes(tile.dtype());
+      find(*load, 0, tile.dtype(), load->args()[0].type().rank() - 2, step, false,
+           bytes <= kFurtherBytes ? step : 0);
+    }
   }
 
   // Appends a line to the current segment (after computing its operands, which may end one).
@@ -417,8 +423,10 @@ class FusedLoop {
       }
       e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
       e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
-      for (const std::string& w : prefetch_)
-        e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1);", w));
+      for (const auto& [w, further] : prefetch_)
+        e_.Line(depth + 4, further ? fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1, {1});",
+                                                 w, further)
+                                   : fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1);", w));
       if (fast) {
         e_.Line(depth + 4, "if constexpr (kContig) {");
         e_.Line(depth + 5,
@@ -525,7 +533,8 @@ class FusedLoop {
   std::vector<Seg> segs_{1};          // per element, one loop per segment
   std::vector<std::string> buffers_;  // chunk buffers, declared per row
   std::vector<std::string> windows_;  // inlined loads and the store: "w<k>" names
-  std::vector<std::string> prefetch_;  // windows prefetched per chunk
+  // Windows prefetched per chunk, each with pc::Prefetch's `further`.
+  std::vector<std::pair<std::string, int64_t>> prefetch_;
   // Elements that leave the loop, checked for NaN (unless the condition after `!kExact` fails).
   std::vector<std::pair<std::string, std::string>> exits_;
   bool exact_ = false;                 // whether a line depends on kExact (the chunk's mode)
