@@ -150,11 +150,11 @@ TEST(TensorSpecialValues, MatchTheInterpreter) {
   }
 }
 
-// exp(x - m) per row, fused into pc::vmath::ExpSub: m the row's maximum (the form that leaves out
-// Exp's overflow and NaN cases where the maximum is finite) or its minimum (the general form), on rows
-// whose maximum is NaN, +inf, -inf (all -inf), finite beside -inf, or finite with differences
-// that overflow to -inf, underflow or give subnormals; 300 columns, so vectors and a tail. The
-// exp values are stored as they are, so each must be bit-identical to the interpreter's.
+// exp(x - m) per row, fused into pc::vmath::ExpSub: m the row's maximum (the form that leaves
+// out Exp's overflow and NaN cases where the maximum is finite) or its minimum (the general
+// form), on rows whose maximum is NaN, +inf, -inf (all -inf), finite beside -inf, or finite with
+// differences that overflow to -inf, underflow or give subnormals; 300 columns, so vectors and a
+// tail. The exp values are stored as they are, so each must be bit-identical to the interpreter's.
 TEST(TensorSpecialValues, ExpOfARowShiftMatchesTheInterpreter) {
   for (const char* m : {"tensor.reduce_max", "tensor.reduce_min"}) {
     Program prog = Parse(std::string(R"(

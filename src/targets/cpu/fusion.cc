@@ -541,9 +541,11 @@ class FusedLoop {
   struct {
     std::string window, buf, bytes;  // window empty: the loop does not stream its store
   } stream_;
+  // The last f32 vector form: its result element, and its call's text before and after the
+  // output.
   struct {
-    std::string x, head, tail;  // the last f32 vector form: its result element, its call's text
-  } vector_result_;              // before and after the output
+    std::string x, head, tail;
+  } vector_result_;
   std::unordered_map<const ir::ValueNode*, Elem> elem_;
   struct {
     std::string fn, dest, dtype, where;  // fn empty: not a reduction
