@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -325,8 +326,16 @@ class TorchServer {
       note_ = "unavailable: " + script + " not found";
       return;
     }
+    // A server that dies makes a write fail (Time then reports it), not end this process.
+    std::signal(SIGPIPE, SIG_IGN);
     int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) {
+    if (pipe(in) != 0) {
+      note_ = "unavailable: pipe failed";
+      return;
+    }
+    if (pipe(out) != 0) {
+      close(in[0]);
+      close(in[1]);
       note_ = "unavailable: pipe failed";
       return;
     }
@@ -372,7 +381,6 @@ class TorchServer {
     if (pid_ > 0) waitpid(pid_, nullptr, 0);
   }
 
-  bool ok() const { return ok_; }
   const std::string& note() const { return note_; }
 
   // torch's times for case `c` on `p.threads` threads into p; a failure ends the baseline.
@@ -506,9 +514,8 @@ Row MeasureCase(const Case& c, int64_t rows, int64_t cols, const std::vector<int
 double Median(const std::vector<double>& v) { return ptox::bench::Summarize(v).median; }
 
 // One row per case from `rounds` independent measurements (each case's fused runs, torch's, then
-// the unfused runs, per thread count): medians
-// of the rounds' medians, the extremes of their extremes, and each round's fused / torch ratio.
-// The first aborted round's error wins.
+// the unfused runs, per thread count): medians of the rounds' medians, the extremes of their
+// extremes, and each round's fused / torch ratio. The first aborted round's error wins.
 std::vector<Row> MergeRounds(const std::vector<std::vector<Row>>& rounds) {
   std::vector<Row> out = rounds.front();
   for (size_t c = 0; c < out.size(); ++c) {
@@ -560,8 +567,8 @@ void Report(const std::vector<Row>& rows, int64_t nrows, int64_t cols, int reps,
   std::fprintf(md,
                "Shape %lldx%lld, %d repetitions after one warm-up, %d round%s (per case and thread "
                "count: ptox fused, then torch, then ptox unfused; times are medians of the rounds' "
-               "medians, \"fused vs torch\" the "
-               "median of the rounds' ratios [their range]); %s; malloc: %s; caches: %s.\n\n",
+               "medians, \"fused vs torch\" the median of the rounds' ratios [their range]); %s; "
+               "malloc: %s; caches: %s.\n\n",
                static_cast<long long>(nrows), static_cast<long long>(cols), reps, rounds,
                rounds == 1 ? "" : "s", torch_note.c_str(), malloc_mode.c_str(), caches.c_str());
   for (size_t i = 0; i < threads.size(); ++i)
@@ -754,8 +761,8 @@ int main(int argc, char** argv) {
     std::vector<Row>& results = per_round.emplace_back();
     for (const Case& c : cases) {
       auto a = Clock::now();
-      results.push_back(MeasureCase(c, rows, cols, threads, triad, reps,
-                                    server && server->ok() ? &*server : nullptr));
+      results.push_back(
+          MeasureCase(c, rows, cols, threads, triad, reps, server ? &*server : nullptr));
       std::fprintf(stderr, "round %d, %s %s: %s (%.1f s)\n", round + 1, c.op.c_str(),
                    c.dname.c_str(),
                    results.back().error.empty() ? "ok" : results.back().error.c_str(),

@@ -125,14 +125,13 @@ class Timer:
             self.junk.sum()
 
     def row(self, case, threads, reps):
+        op, dt = case.split(":")
         if case != self.case:
-            op, dt = case.split(":")
             self.case, self.fn = None, None  # frees the last case's inputs first
             self.fn = make_case(self.torch, op, self.dtypes[dt], self.rows, self.cols)
             self.case = case
         self.torch.set_num_threads(threads)
         med, lo, hi, faults = time_it(self.fn, reps, self.evict)
-        op, dt = case.split(":")
         return {"op": op, "dtype": dt, "threads": self.torch.get_num_threads(), "median_s": med,
                 "min_s": lo, "max_s": hi, "minflt_per_run": faults}
 

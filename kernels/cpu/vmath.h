@@ -135,7 +135,8 @@ inline V Gelu(V x) {
 #include "kernels/cpu/vmath_fns.def"
 #undef PTOX_VMATH_ARRAY
 
-// out[k] = scalar::Exp(in[k] - m) for k in [0, n), the f32 difference rounded first: a fused
+// out[k] = scalar::Exp(in[k] - m) for k in [0, n) (in and out may be the same array), the f32
+// difference rounded first: a fused
 // loop's exp of a row minus a per-row value, which needs no buffer for the differences and, read
 // in place, no copy of the row. `max_of_in`: m is the maximum of in[0, n) (softmax); when it is
 // finite, every difference is <= 0 or -Inf and none is NaN, so Exp's upper clamp and NaN case

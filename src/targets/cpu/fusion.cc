@@ -215,11 +215,10 @@ class FusedLoop {
                                 buf);
     auto it = e_.producer_.find(m.get());
     const bool max_of_a = it != e_.producer_.end() && it->second->op() == ir::OpCode::kTileRowMax &&
-                          it->second->args()[0].is_value() && a.is_value() &&
+                          it->second->args()[0].is_value() &&
                           it->second->args()[0].value() == a.value();
-    e_.uses_vmath_ = true;
-    const std::string out = Buffer("float");
-    return VectorForm(x, DType::kF32, fmt::format("pc::vmath::ExpSub({}, {}.v[r], ", in, mv), out,
+    e_.uses_vmath_ = true;  // the result goes to `buf` too (ExpSub may work in place)
+    return VectorForm(x, DType::kF32, fmt::format("pc::vmath::ExpSub({}, {}.v[r], ", in, mv), buf,
                       fmt::format(", c1 - c0, {});", max_of_a), round);
   }
 
@@ -424,9 +423,8 @@ class FusedLoop {
       e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
       e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
       for (const auto& [w, further] : prefetch_)
-        e_.Line(depth + 4, further ? fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1, {1});",
-                                                 w, further)
-                                   : fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1);", w));
+        e_.Line(depth + 4, fmt::format("if ({0}_ok) pc::Prefetch({0}, r, c0, c1{1});", w,
+                                       further ? fmt::format(", {}", further) : ""));
       if (fast) {
         e_.Line(depth + 4, "if constexpr (kContig) {");
         e_.Line(depth + 5,
