@@ -281,8 +281,8 @@ class FusedLoop {
     // them for NaN, so the element's own check is left out there.
     const bool native = dt == DType::kBF16 && shape_.cols() >= kMinFastCols;
     exits_.emplace_back(x, native ? " && !(kContig && pc::kNativeBf16Chunk)" : "");
-    // The contiguous rows of a tensor that StreamsStores go through a chunk buffer that StreamOut
-    // copies after the chunk (a rerun in exact mode overwrites it first); the others are written
+    // The contiguous rows of a tensor that StreamsStores go through a chunk buffer that RowStream
+    // writes after the chunk (a rerun in exact mode overwrites it first); the others are written
     // in place, from the chunk's first column on.
     const bool streamed = e_.streamable_.count(&op) != 0;
     std::string line =
@@ -420,6 +420,9 @@ class FusedLoop {
         e_.Line(depth + 4, "return nan != 0;");
         e_.Line(depth + 3, "};");
       }
+      if (!stream_.window.empty())
+        e_.Line(depth + 3, fmt::format("pc::RowStream {0}_out(const_cast<char*>({0}_row));",
+                                       stream_.window));
       e_.Line(depth + 3, fmt::format("for (int64_t c0 = 0; c0 < vc; c0 += {}) {{", kChunk));
       e_.Line(depth + 4, fmt::format("const int64_t c1 = std::min<int64_t>(vc, c0 + {});", kChunk));
       for (const auto& [w, further] : prefetch_)
@@ -437,13 +440,15 @@ class FusedLoop {
         EmitSegments(depth + 4);
       }
       if (!stream_.window.empty())
-        e_.Line(depth + 4, fmt::format("if (kContig && {0}_stream) pc::StreamOut(const_cast<char*>"
-                                       "({0}_row) + c0 * {2}, reinterpret_cast<const char*>({1}), "
-                                       "(c1 - c0) * {2});",
+        e_.Line(depth + 4, fmt::format("if (kContig && {0}_stream) {0}_out.Put(reinterpret_cast<"
+                                       "const char*>({1}), (c1 - c0) * {2});",
                                        stream_.window, stream_.buf, stream_.bytes));
       if (!reduce_.fn.empty())
         e_.Line(depth + 4, fmt::format("acc.Add({}, c1 - c0);", reduce_.in));
       e_.Line(depth + 3, "}");
+      if (!stream_.window.empty())
+        e_.Line(depth + 3,
+                fmt::format("if (kContig && {0}_stream) {0}_out.Finish();", stream_.window));
       if (!reduce_.fn.empty())
         e_.Line(depth + 3, fmt::format("{}.v[r] = pc::RoundTo<{}>(acc.Result());", reduce_.dest,
                                        reduce_.dtype));
