@@ -159,19 +159,22 @@ int Count(size_t bytes, const std::string& where) {
 constexpr int kDesc = 256;  // bytes of an operand's description: "sig\0where"
 constexpr int kTag = 1;
 constexpr int kDataTag = 2;  // a later round's payloads (World::Transfer)
-// Payload pieces: up to kSplitBytes, the first travels behind the description, in one message
-// of at most 3840 bytes, and the rest in pieces of kPiece bytes; above it the description goes
-// alone and the payload in one message, from the caller's (aligned) memory.
+// Payload pieces: up to the exchange's split size, the first travels behind the description,
+// in one message of at most 3840 bytes, and the rest in pieces of kPiece bytes; above it the
+// description goes alone and the payload in one message, from the caller's (aligned) memory.
 // Why: OpenMPI's shared-memory transport sends messages up to 4 KB (header included) eagerly and
 // larger ones by rendezvous, which cost 2.5 us more here at 4 KB (a 4096-byte exchange took
-// 3.1 us, a 3840-byte one 1.1 us).
+// 3.1 us, a 3840-byte one 1.1 us). Exchanges split up to 32 KiB, allgathers up to 4 KiB: on a
+// Xeon VM, 2 ranks, an 8-32 KiB allgather took 4.9-7.2 us in one message after the description
+// and 5.6-16.8 us in pieces (raw MPI_Allgather: 2.7-5.3 us), while the allreduce's exchange of
+// 8-16 KiB took 5.8-10.0 us in pieces and 7.2-13.0 us in one message.
 constexpr size_t kPiece = 3584;
-constexpr size_t kSplitBytes = size_t{32} << 10;
+constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent.
-std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes) {
-  if (bytes > kSplitBytes) return {{0, 0}, {0, bytes}};
+std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes, size_t split_bytes) {
+  if (bytes > split_bytes) return {{0, 0}, {0, bytes}};
   std::vector<std::pair<size_t, size_t>> out = {{0, std::min(bytes, kPiece)}};
   while (out.back().second < bytes)
     out.push_back({out.back().second, std::min(bytes, out.back().second + kPiece)});
@@ -187,7 +190,8 @@ std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes) {
 // land in a buffer: a mismatch is an error on every rank, and the descriptions name both sides.
 void World::Exchange(const std::string& sig, const std::string& where,
                      const std::vector<Peer>& peers, std::chrono::steady_clock::time_point deadline,
-                     int64_t timeout_ms, const std::function<void()>& meanwhile) {
+                     int64_t timeout_ms, const std::function<void()>& meanwhile,
+                     size_t split_bytes) {
   const std::string desc = sig + '\0' + where;
   std::vector<std::vector<char>> heads(size_);  // to each peer: the description, the first piece
   std::vector<MPI_Request> reqs;
@@ -197,7 +201,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       const Peer& p = peers[r];
-      const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.send_bytes);
+      const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.send_bytes, split_bytes);
       std::vector<char>& head = heads[r];
       head.assign(kDesc + pieces[0].second, '\0');
       std::memcpy(head.data(), desc.data(), std::min<size_t>(desc.size(), kDesc - 1));
@@ -242,7 +246,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
                            MPI_SUCCESS)
             << where << ": MPI_Mrecv failed";
         const Peer& p = peers[r];
-        const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.recv_bytes);
+        const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.recv_bytes, split_bytes);
         const std::string other_sig(got.data(), strnlen(got.data(), kDesc));
         const char* w = got.data() + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
         const std::string other_where(w, strnlen(w, kDesc - (w - got.data())));
@@ -428,7 +432,7 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
   std::vector<Peer> peers(size_);
   for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
   Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
-           overlap ? std::function<void()>() : copy_own);
+           overlap ? std::function<void()>() : copy_own, kAllGatherSplitBytes);
 #else
   (void)sig, (void)where, (void)timeout_ms;
   PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";

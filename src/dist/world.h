@@ -89,10 +89,12 @@ class World {
   // One round in which every rank sends every other rank r peers[r].send_bytes bytes and
   // receives what r sends it into peers[r].recv (peers[rank()] is not used), with the operands'
   // descriptions (`sig`, `where`) checked: a mismatch, or a peer that does not come by
-  // `deadline`, is an error. `meanwhile`, when set, runs once the sends are posted.
+  // `deadline`, is an error. `meanwhile`, when set, runs once the sends are posted. Payloads of
+  // at most `split_bytes` travel in eager pieces, the first behind the description; larger
+  // ones in one message after it (world.cc, Pieces).
   void Exchange(const std::string& sig, const std::string& where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
-                const std::function<void()>& meanwhile = {});
+                const std::function<void()>& meanwhile = {}, size_t split_bytes = 32 << 10);
   // A later round of a collective whose descriptions already matched: the same traffic as an
   // Exchange, with every receive posted before the sends and no description (one message less
   // per peer, and no payload waiting for its receive). A peer late past `deadline` is an error.
