@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -168,12 +170,22 @@ std::string ProgramText(const Case& c, int64_t cols) {
 // ---- Buffers ------------------------------------------------------------------------------------
 
 // `elems` elements of dt, filled with values in [-2, 2) from `seed` (bf16: truncated f32 bits).
+// 64-byte aligned, as torch's CPU allocator aligns its tensors, so both get rows of the same
+// alignment (a std::vector's 16-byte aligned rows cost ptox's cold row kernels 2-8 % on a Xeon
+// VM, a 64-byte load in two crossing a line; docs/passes/fuse-tiles.md measures streamed stores
+// on such rows).
 struct Buffer {
-  std::vector<char> bytes;
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char[], Free> data;
   ptox::DType dt;
   Buffer(int64_t elems, ptox::DType dt, uint32_t seed) : dt(dt) {
     const bool half = dt == ptox::DType::kBF16;
-    bytes.resize(elems * (half ? 2 : 4));
+    const int64_t bytes = elems * (half ? 2 : 4);
+    data.reset(
+        static_cast<char*>(std::aligned_alloc(64, std::max<int64_t>(64, (bytes + 63) / 64 * 64))));
+    if (!data) throw std::bad_alloc();
     uint32_t x = seed;
     for (int64_t i = 0; i < elems; ++i) {
       x = x * 1664525u + 1013904223u;
@@ -181,20 +193,20 @@ struct Buffer {
       uint32_t u;
       std::memcpy(&u, &f, 4);
       if (half)
-        reinterpret_cast<uint16_t*>(bytes.data())[i] = static_cast<uint16_t>(u >> 16);
+        reinterpret_cast<uint16_t*>(data.get())[i] = static_cast<uint16_t>(u >> 16);
       else
-        reinterpret_cast<float*>(bytes.data())[i] = f;
+        reinterpret_cast<float*>(data.get())[i] = f;
     }
   }
   double Get(int64_t i) const {
-    if (dt != ptox::DType::kBF16) return reinterpret_cast<const float*>(bytes.data())[i];
-    uint32_t u = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(bytes.data())[i]) << 16;
+    if (dt != ptox::DType::kBF16) return reinterpret_cast<const float*>(data.get())[i];
+    uint32_t u = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(data.get())[i]) << 16;
     float f;
     std::memcpy(&f, &u, 4);
     return f;
   }
   ptox::Tensor T(std::vector<int64_t> shape) {
-    return ptox::Tensor::Contiguous(bytes.data(), dt, std::move(shape));
+    return ptox::Tensor::Contiguous(data.get(), dt, std::move(shape));
   }
 };
 
