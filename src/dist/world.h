@@ -92,9 +92,10 @@ class World {
   // `deadline`, is an error. `meanwhile`, when set, runs once the sends are posted. Payloads of
   // at most `split_bytes` travel in eager pieces, the first behind the description; larger
   // ones in one message after it (world.cc, Pieces).
+  static constexpr size_t kSplitBytes = size_t{32} << 10;
   void Exchange(const std::string& sig, const std::string& where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
-                const std::function<void()>& meanwhile = {}, size_t split_bytes = 32 << 10);
+                const std::function<void()>& meanwhile = {}, size_t split_bytes = kSplitBytes);
   // A later round of a collective whose descriptions already matched: the same traffic as an
   // Exchange, with every receive posted before the sends and no description (one message less
   // per peer, and no payload waiting for its receive). A peer late past `deadline` is an error.

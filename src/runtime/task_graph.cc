@@ -105,8 +105,6 @@ struct Graph::TensorHistory {
   };
   // Reads and writes apart: a read only conflicts with writes, so the many readers of one
   // region (a weight every task reads) are never scanned by other readers.
-  // Reads and writes apart: a read only conflicts with writes, so the many readers of one
-  // region (a weight every task reads) are never scanned by other readers.
   struct Lists {
     using allocator_type = std::pmr::polymorphic_allocator<>;  // the map's, for its cells
     explicit Lists(const allocator_type& a = {}) : reads(a), writes(a) {}

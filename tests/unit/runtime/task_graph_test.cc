@@ -176,6 +176,40 @@ TEST(Dependencies, ExplicitEdgesAreKeptAndFinishedTasksAreNotWaitedFor) {
   EXPECT_TRUE(g.Wait().ok());
 }
 
+// Finished tasks leave the history in bulk (entries marked dead, dropped when half a list is):
+// with finished and unfinished readers of one tensor interleaved, and most of them finished, a
+// write still waits for exactly the unfinished ones.
+TEST(Dependencies, AWriteWaitsForEveryUnfinishedReaderAmongManyFinishedOnes) {
+  Executor ex(3, /*help_while_submitting=*/false);
+  Gate gate;
+  Graph g(ex);
+  const TaskId blocker = g.Submit(T({}, gate.Hold()));  // holds one worker; the held readers wait
+  std::vector<TaskId> held, free;
+  for (int i = 0; i < 100; ++i) {
+    Task t = T({R(0, Rows(0, 8))});
+    if (i % 10 < 3) t.after = {blocker};
+    (i % 10 < 3 ? held : free).push_back(g.Submit(t));
+  }
+  // Runs once every free reader has finished (its node is done and out of the history).
+  std::atomic<bool> freed{false};
+  Task sentinel = T({}, [&freed] {
+    freed = true;
+    return std::string();
+  });
+  sentinel.after = free;
+  g.Submit(sentinel);
+  while (!freed) std::this_thread::yield();
+  const TaskId writer = g.Submit(T({W(0, Rows(0, 8))}));
+  Edges into_writer;
+  for (const auto& e : EdgesOf(g))
+    if (e.second == writer) into_writer.insert(e);
+  Edges want;
+  for (TaskId r : held) want.insert({r, writer});
+  EXPECT_EQ(into_writer, want);
+  gate.Open();
+  EXPECT_TRUE(g.Wait().ok());
+}
+
 // Each task adds its id to the cells it writes after reading them: with correct dependencies the
 // result equals sequential execution, for any thread count.
 // (Unsigned cells: the arithmetic wraps, which is defined.)
