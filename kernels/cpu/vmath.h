@@ -136,11 +136,11 @@ inline V Gelu(V x) {
 #undef PTOX_VMATH_ARRAY
 
 // out[k] = scalar::Exp(in[k] - m) for k in [0, n) (in and out may be the same array), the f32
-// difference rounded first: a fused
-// loop's exp of a row minus a per-row value, which needs no buffer for the differences and, read
-// in place, no copy of the row. `max_of_in`: m is the maximum of in[0, n) (softmax); when it is
-// finite, every difference is <= 0 or -Inf and none is NaN, so Exp's upper clamp and NaN case
-// are left out. (A row with a NaN, or an infinite maximum, takes the general form.)
+// difference rounded first: a fused loop's exp of a row minus a per-row value, which needs no
+// buffer for the differences and, read in place, no copy of the row. `max_of_in`: m is the
+// maximum of in[0, n) (softmax); when it is finite, every difference is <= 0 or -Inf and none is
+// NaN, so Exp's upper clamp and NaN case are left out. (A row with a NaN, or an infinite maximum,
+// takes the general form.)
 inline void ExpSub(const float* in, float m, float* out, int64_t n, bool max_of_in) {
 #ifdef PTOX_VMATH
   const D d;

@@ -217,7 +217,8 @@ class FusedLoop {
     const bool max_of_a = it != e_.producer_.end() && it->second->op() == ir::OpCode::kTileRowMax &&
                           it->second->args()[0].is_value() &&
                           it->second->args()[0].value() == a.value();
-    e_.uses_vmath_ = true;  // the result goes to `buf` too (ExpSub may work in place)
+    e_.uses_vmath_ = true;
+    // The result goes to `buf` too: ExpSub may work in place.
     return VectorForm(x, DType::kF32, fmt::format("pc::vmath::ExpSub({}, {}.v[r], ", in, mv), buf,
                       fmt::format(", c1 - c0, {});", max_of_a), round);
   }
