@@ -128,9 +128,7 @@ ir::Block Block(const ir::Block& block) {
   ir::Block out;
   for (const ir::StmtRef& s : block) {
     if (s->kind() == ir::StmtKind::kIncore) {
-      const auto& scope = ir::As<ir::IncoreStmt>(*s);
-      out.push_back(ir::IncoreStmt::Make(Mark(scope.body(), Fusible(scope)), scope.span(),
-                                         scope.attrs()));
+      out.push_back(MarkFused(ir::As<ir::IncoreStmt>(*s)));
     } else {
       out.push_back(ir::MapBodies(s, [](const ir::Block& b) { return Block(b); }));
     }
@@ -155,6 +153,10 @@ bool FusibleOp(const ir::OpStmt& op) {
       return IsFloat(a[0].type().dtype()) || IsFloat(op.result()->type.dtype());
     default: return false;
   }
+}
+
+ir::StmtRef MarkFused(const ir::IncoreStmt& scope) {
+  return ir::IncoreStmt::Make(Mark(scope.body(), Fusible(scope)), scope.span(), scope.attrs());
 }
 
 bool Fused(const ir::OpStmt& op) {

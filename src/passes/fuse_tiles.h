@@ -13,4 +13,8 @@ bool Fused(const ir::OpStmt& op);
 // cast that cannot fail).
 bool FusibleOp(const ir::OpStmt& op);
 
+// `scope` with exactly the values fuse-tiles fuses marked {fused = true}, for a pass that changes
+// a scope after fuse-tiles ran.
+ir::StmtRef MarkFused(const ir::IncoreStmt& scope);
+
 }  // namespace ptox::passes

@@ -37,6 +37,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) {
       "dce",                     // drop what folding left unused
       "coarsen-tasks",           // tiny tasks of a parallel loop -> chunks of its iterations
       "fuse-tiles",              // elementwise tiles computed where they are used: {fused}
+      "hoist-invariant-tiles",   // tiles a loop recomputes unchanged: once, before it
       "plan-memory",             // tile liveness -> arena offsets, checked against the budget
   };
   if (!fuse) std::erase(pipeline, "fuse-elementwise");
