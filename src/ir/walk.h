@@ -43,6 +43,24 @@ void ForEachOp(const Block& block, Fn&& fn) {
   });
 }
 
+// Calls fn(value) for every value `block` and the blocks nested in it define: op results, loop
+// induction variables, iter arguments and results, if results.
+template <typename Fn>
+void ForEachDefinition(const Block& block, Fn&& fn) {
+  ForEachStmt(block, [&](const Stmt& s) {
+    if (s.kind() == StmtKind::kOp)
+      for (const Value& r : As<OpStmt>(s).results()) fn(r);
+    if (s.kind() == StmtKind::kFor) {
+      const auto& f = As<ForStmt>(s);
+      fn(f.iv());
+      for (const Value& v : f.iter_args()) fn(v);
+      for (const Value& v : f.results()) fn(v);
+    }
+    if (s.kind() == StmtKind::kIf)
+      for (const Value& v : As<IfStmt>(s).results()) fn(v);
+  });
+}
+
 // Whether pred(stmt) holds for a statement of `block` or of the blocks nested in it.
 template <typename Pred>
 bool AnyStmt(const Block& block, Pred&& pred) {

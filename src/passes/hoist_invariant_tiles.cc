@@ -81,23 +81,6 @@ bool NeverFails(const ir::OpStmt& op) {
   return true;
 }
 
-void DefinedIn(const ir::ForStmt& f, Values& out) {
-  out.insert(f.iv().get());
-  for (const ir::Value& v : f.iter_args()) out.insert(v.get());
-  ir::ForEachStmt(f.body(), [&](const ir::Stmt& s) {
-    if (s.kind() == ir::StmtKind::kOp)
-      for (const ir::Value& r : ir::As<ir::OpStmt>(s).results()) out.insert(r.get());
-    if (s.kind() == ir::StmtKind::kFor) {
-      const auto& g = ir::As<ir::ForStmt>(s);
-      out.insert(g.iv().get());
-      for (const ir::Value& v : g.iter_args()) out.insert(v.get());
-      for (const ir::Value& v : g.results()) out.insert(v.get());
-    }
-    if (s.kind() == ir::StmtKind::kIf)
-      for (const ir::Value& v : ir::As<ir::IfStmt>(s).results()) out.insert(v.get());
-  });
-}
-
 class Hoister {
  public:
   explicit Hoister(const ir::IncoreStmt& scope) : load_only_(LoadOnlyTensors(scope)) {}
@@ -122,8 +105,9 @@ class Hoister {
  private:
   // The top-level ops of `f`'s body that move out of it.
   Stmts Invariant(const ir::ForStmt& f) {
-    Values inside;
-    DefinedIn(f, inside);
+    Values inside = {f.iv().get()};
+    for (const ir::Value& v : f.iter_args()) inside.insert(v.get());
+    ir::ForEachDefinition(f.body(), [&](const ir::Value& v) { inside.insert(v.get()); });
     const ir::Block& body = f.body();
     Stmts moving;
     Values moved;  // results of `moving`

@@ -83,21 +83,6 @@ const ir::YieldStmt* FinalYield(const ir::Block& body) {
   return &ir::As<ir::YieldStmt>(*body.back());
 }
 
-void DefinedIn(const ir::Block& b, ValueSet& out) {
-  ir::ForEachStmt(b, [&](const ir::Stmt& s) {
-    if (s.kind() == ir::StmtKind::kOp)
-      for (const ir::Value& r : ir::As<ir::OpStmt>(s).results()) out.insert(r.get());
-    if (s.kind() == ir::StmtKind::kFor) {
-      const auto& f = ir::As<ir::ForStmt>(s);
-      out.insert(f.iv().get());
-      for (const ir::Value& v : f.iter_args()) out.insert(v.get());
-      for (const ir::Value& v : f.results()) out.insert(v.get());
-    }
-    if (s.kind() == ir::StmtKind::kIf)
-      for (const ir::Value& v : ir::As<ir::IfStmt>(s).results()) out.insert(v.get());
-  });
-}
-
 class Hoister {
  public:
   explicit Hoister(const ir::Func& f) {
@@ -200,7 +185,7 @@ void Hoister::Hoist(const ir::StmtRef& loop, ir::Block& out) {
   const auto& f = ir::As<ir::ForStmt>(*loop);
   const ir::Block& body = f.body();
   inside_.clear();
-  DefinedIn(body, inside_);
+  ir::ForEachDefinition(body, [&](const ir::Value& v) { inside_.insert(v.get()); });
   inside_.insert(f.iv().get());
   for (const ir::Value& v : f.iter_args()) inside_.insert(v.get());
   Plan plan;

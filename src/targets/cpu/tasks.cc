@@ -9,6 +9,7 @@
 
 #include "analysis/incore_info.h"
 #include "analysis/matmul_operands.h"
+#include "ir/walk.h"
 #include "passes/plan_memory.h"
 #include "targets/cpu/emitter.h"
 #include "targets/cpu/policy.h"
@@ -57,37 +58,6 @@ std::string Emitter::TaskFlops(const ir::Block& body,
   }
   return sum;
 }
-
-namespace {
-
-// Every value defined inside a block (for the flop estimate's "known outside" test).
-void DefinedInside(const ir::Block& b, std::unordered_set<const ir::ValueNode*>& out) {
-  for (const ir::StmtRef& s : b) {
-    switch (s->kind()) {
-      case ir::StmtKind::kOp:
-        for (const auto& r : ir::As<ir::OpStmt>(*s).results()) out.insert(r.get());
-        break;
-      case ir::StmtKind::kFor: {
-        const auto& f = ir::As<ir::ForStmt>(*s);
-        out.insert(f.iv().get());
-        for (const auto& v : f.iter_args()) out.insert(v.get());
-        for (const auto& v : f.results()) out.insert(v.get());
-        DefinedInside(f.body(), out);
-        break;
-      }
-      case ir::StmtKind::kIf: {
-        const auto& i = ir::As<ir::IfStmt>(*s);
-        for (const auto& v : i.results()) out.insert(v.get());
-        DefinedInside(i.then_body(), out);
-        DefinedInside(i.else_body(), out);
-        break;
-      }
-      default: break;
-    }
-  }
-}
-
-}  // namespace
 
 // The runtime's id of a tensor of the orchestration: a parameter's index, or the id variable set
 // where the tensor was made (tensor.empty) or last bound (a carried tensor, an if result).
@@ -200,7 +170,7 @@ void Emitter::Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
     }
   }
   std::unordered_set<const ir::ValueNode*> inside;
-  DefinedInside(s.body(), inside);
+  ir::ForEachDefinition(s.body(), [&](const ir::Value& v) { inside.insert(v.get()); });
   std::string where = s.span().known() ? fmt::format(" ({}:{})", s.span().line, s.span().col) : "";
   Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, \"{}.incore{}{}\", {}}};",
                               k, info.accesses.size(), func_.name, tasks_ - 1, where,
