@@ -46,7 +46,8 @@ Values LoadOnlyTensors(const ir::IncoreStmt& scope) {
     const bool load = ir::FamilyOf(op.op()) == ir::OpFamily::kLoad;
     for (size_t k = 0; k < op.args().size(); ++k) {
       const ir::Operand& a = op.args()[k];
-      if (a.is_value() && a.type().is_tensor()) (load && k == 0 ? loaded : other).insert(a.value().get());
+      if (a.is_value() && a.type().is_tensor())
+        (load && k == 0 ? loaded : other).insert(a.value().get());
     }
   });
   for (const ir::ValueNode* v : other) loaded.erase(v);
@@ -118,8 +119,8 @@ class Hoister {
       if (s->kind() != ir::StmtKind::kOp) continue;
       const auto& op = ir::As<ir::OpStmt>(*s);
       const bool load = ir::FamilyOf(op.op()) == ir::OpFamily::kLoad;
-      bool ok = load ? IsFloatTile(op.result()->type) && load_only_.count(op.args()[0].value().get()) &&
-                           InBounds(op)
+      bool ok = load ? IsFloatTile(op.result()->type) &&
+                           load_only_.count(op.args()[0].value().get()) && InBounds(op)
                      : NeverFails(op);
       for (const ir::Operand& a : op.args()) ok = ok && outside(a);
       if (!ok) continue;
@@ -191,7 +192,8 @@ class Scopes {
         out.push_back(s);
         continue;
       }
-      ir::StmtRef hoisted = MarkFused(*ir::IncoreStmt::Make(std::move(body), scope.span(), scope.attrs()));
+      ir::StmtRef hoisted =
+          MarkFused(*ir::IncoreStmt::Make(std::move(body), scope.span(), scope.attrs()));
       const bool fits = PlanScope(ir::As<ir::IncoreStmt>(*hoisted), *caps_.policy).arena_bytes <=
                         caps_.onchip_budget_bytes;
       out.push_back(fits ? hoisted : s);
