@@ -7,8 +7,8 @@
 // cannot fail (so running it where the loop would have run zero trips changes nothing):
 //   - a `tile.load` of a float tile from a tensor the scope only loads from, whose offsets are
 //     immediates inside the tensor's static dims (a load that cannot be out of bounds);
-//   - a float elementwise op, cast or broadcast (never fails) whose operands are defined before
-//     the loop or by ops that move;
+//   - an op on float tiles that fuse-tiles may fuse (FusibleOp: elementwise, cast, broadcast,
+//     causal mask; never fails) whose operands are defined before the loop or by ops that move;
 // and it is worth moving: a load moves only with a computation that uses it (alone, it would just
 // copy the tensor into the scope's arena), so what leaves the loop is computation.
 // Inner loops go first, so a tile invariant in two nested loops leaves both.
@@ -65,18 +65,10 @@ bool InBounds(const ir::OpStmt& load) {
   return true;
 }
 
-// A float elementwise op, cast or broadcast: computed from its operands, never an error.
+// An op fuse-tiles may evaluate per element (so it never fails) on float tiles only: computed
+// from its operands, never an error.
 bool NeverFails(const ir::OpStmt& op) {
-  switch (ir::FamilyOf(op.op())) {
-    case ir::OpFamily::kBinary:
-    case ir::OpFamily::kUnary:
-    case ir::OpFamily::kCast:
-    case ir::OpFamily::kBroadcast:
-    case ir::OpFamily::kRowExpand:
-    case ir::OpFamily::kColExpand: break;
-    default: return false;
-  }
-  if (!IsFloatTile(op.result()->type)) return false;
+  if (!FusibleOp(op) || !IsFloatTile(op.result()->type)) return false;
   for (const ir::Operand& a : op.args())
     if (a.is_value() && a.type().is_tile() && !IsFloatTile(a.type())) return false;
   return true;
@@ -88,17 +80,8 @@ class Hoister {
 
   // `block` with the invariant ops of its sequential loops placed before them.
   ir::Block Block(const ir::Block& block) {
-    ir::Block out;
-    for (const ir::StmtRef& s : block) {
-      ir::StmtRef t = ir::MapBodies(s, [this](const ir::Block& b) { return Block(b); });
-      if (t->kind() == ir::StmtKind::kFor &&
-          ir::As<ir::ForStmt>(*t).loop_kind() == ir::LoopKind::kSequential) {
-        Hoist(ir::As<ir::ForStmt>(*t), t, out);
-      } else {
-        out.push_back(std::move(t));
-      }
-    }
-    return out;
+    return HoistFromSequentialLoops(
+        block, [this](const ir::StmtRef& loop, ir::Block& out) { Hoist(loop, out); });
   }
 
   bool changed() const { return changed_; }
@@ -158,7 +141,8 @@ class Hoister {
   }
 
   // Appends the ops of `f` that move, then the loop without them, to `out`.
-  void Hoist(const ir::ForStmt& f, const ir::StmtRef& loop, ir::Block& out) {
+  void Hoist(const ir::StmtRef& loop, ir::Block& out) {
+    const auto& f = ir::As<ir::ForStmt>(*loop);
     const Stmts moving = Invariant(f);
     if (moving.empty()) {
       out.push_back(loop);

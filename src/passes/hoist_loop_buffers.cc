@@ -93,17 +93,8 @@ class Hoister {
 
   // Nested loops first, so an inner loop's hoisted buffers are plain statements of its parent.
   ir::Block Block(const ir::Block& block) {
-    ir::Block out;
-    for (const ir::StmtRef& s : block) {
-      ir::StmtRef t = ir::MapBodies(s, [this](const ir::Block& b) { return Block(b); });
-      if (t->kind() == ir::StmtKind::kFor &&
-          ir::As<ir::ForStmt>(*t).loop_kind() == ir::LoopKind::kSequential) {
-        Hoist(t, out);
-      } else {
-        out.push_back(t);
-      }
-    }
-    return out;
+    return HoistFromSequentialLoops(
+        block, [this](const ir::StmtRef& loop, ir::Block& out) { Hoist(loop, out); });
   }
 
  private:

@@ -54,6 +54,27 @@ using ir::MapBodies;  // ir/walk.h
 // the original in SSA form); `subst` maps uses (outer values, and the copies of inner ones).
 ir::Block Clone(const ir::Block& block, Substitution& subst);
 
+// `block` with the loops nested in it rebuilt innermost first: each sequential loop, its body
+// already rebuilt, goes to hoist(loop, out), which appends the loop and whatever it moves before
+// it to `out`; other statements are kept (their nested blocks rebuilt). The walk of the passes
+// that move work out of loops (hoist-loop-buffers, hoist-invariant-tiles): an inner loop's
+// hoisted statements are then plain statements of its parent, which may move them further.
+template <typename Hoist>
+ir::Block HoistFromSequentialLoops(const ir::Block& block, Hoist&& hoist) {
+  ir::Block out;
+  for (const ir::StmtRef& s : block) {
+    ir::StmtRef t =
+        ir::MapBodies(s, [&](const ir::Block& b) { return HoistFromSequentialLoops(b, hoist); });
+    if (t->kind() == ir::StmtKind::kFor &&
+        ir::As<ir::ForStmt>(*t).loop_kind() == ir::LoopKind::kSequential) {
+      hoist(t, out);
+    } else {
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 // Applies `fn` to every function of the module (passes that work one function at a time).
 template <typename Fn>
 ir::Module MapFuncs(const ir::Module& module, Fn&& fn) {
