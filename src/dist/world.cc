@@ -35,11 +35,15 @@ World& World::Get() {
   return world;
 }
 
+// Read once: every collective asks, and getenv scans the whole environment.
 int64_t World::DefaultTimeoutMs() {
-  const char* s = std::getenv("PTOX_DIST_TIMEOUT_MS");
-  char* end = nullptr;
-  const long long v = s ? std::strtoll(s, &end, 10) : 0;
-  return s && *s && *end == '\0' && v > 0 ? v : 60000;
+  static const int64_t timeout_ms = [] {
+    const char* s = std::getenv("PTOX_DIST_TIMEOUT_MS");
+    char* end = nullptr;
+    const long long v = s ? std::strtoll(s, &end, 10) : 0;
+    return s && *s && *end == '\0' && v > 0 ? v : 60000;
+  }();
+  return timeout_ms;
 }
 
 World::World() {

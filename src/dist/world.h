@@ -72,7 +72,8 @@ class World {
   // (MPI_Abort): a rank that fails must not leave the others waiting in a collective.
   [[noreturn]] void Abort(const std::string& message, int code);
 
-  // The default wait of a collective: PTOX_DIST_TIMEOUT_MS, else 60 s.
+  // The default wait of a collective: PTOX_DIST_TIMEOUT_MS (as the process found it at its first
+  // collective), else 60 s.
   static int64_t DefaultTimeoutMs();
 
   ~World();

@@ -354,12 +354,15 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     if (mpi.size() > 1 && !target.compiled()) ctx.comm = &mpi;
     // Ranks on one machine share its cores: unless told otherwise, each gets its share of worker
     // threads (4 ranks on 2 cores with 2 workers each ran collectives at 0.6-0.9x raw MPI's
-    // speed, at 0.8-1.07x with 1).
-    const int local = dist::World::Get().local_size();
-    if (ctx.threads == 0 && local > 1 && std::getenv("PTOX_NUM_THREADS") == nullptr) {
+    // speed, at 0.8-1.07x with 1). Found once: counting the cores reads sysfs, and the affinity
+    // is a system call (3-4 us of each run of a program of one collective, Xeon VM).
+    static const int rank_share = [] {
+      const int local = dist::World::Get().local_size();
+      if (local <= 1 || std::getenv("PTOX_NUM_THREADS") != nullptr) return 0;
       const int cores = static_cast<int>(std::thread::hardware_concurrency());
-      ctx.threads = std::max(1, std::min(DefaultThreads(), cores / local));
-    }
+      return std::max(1, std::min(DefaultThreads(), cores / local));
+    }();
+    if (ctx.threads == 0) ctx.threads = rank_share;
     std::shared_ptr<const targets::Executable> exe;
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);

@@ -79,33 +79,33 @@ int64_t Numel(const abi::TensorArg& t) {
 }
 
 std::string CheckCall(const CollectiveCall& c, int world) {
-  const std::string where = c.where;
+  const char* const where = c.where;  // a string only in a message: this runs per collective
   switch (c.kind) {
     case abi::CollectiveKind::kAllgather:
       if (c.out.shape[0] != world * c.source.shape[0])
-        return where + ": out has " + std::to_string(c.out.shape[0]) + " rows, not " +
+        return std::string(where) + ": out has " + std::to_string(c.out.shape[0]) + " rows, not " +
                std::to_string(world) + " ranks x " + std::to_string(c.source.shape[0]);
       return {};
     case abi::CollectiveKind::kReduceScatter:
       if (c.source.shape[0] != world * c.out.shape[0])
-        return where + ": x has " + std::to_string(c.source.shape[0]) + " rows, not " +
+        return std::string(where) + ": x has " + std::to_string(c.source.shape[0]) + " rows, not " +
                std::to_string(world) + " ranks x " + std::to_string(c.out.shape[0]);
       return {};
     case abi::CollectiveKind::kBroadcast:
       if (c.root >= world)
-        return where + ": root " + std::to_string(c.root) + " is not a rank of a world of " +
+        return std::string(where) + ": root " + std::to_string(c.root) + " is not a rank of a world of " +
                std::to_string(world);
       return {};
     case abi::CollectiveKind::kPut:
     case abi::CollectiveKind::kGet: {
       const abi::TensorArg &win = c.window_tensor(), &box = c.box();
       if (c.root < 0 || c.root >= world)
-        return where + ": rank " + std::to_string(c.root) + " is not a rank of a world of " +
+        return std::string(where) + ": rank " + std::to_string(c.root) + " is not a rank of a world of " +
                std::to_string(world);
       if (!IsContiguous(win))
-        return where + ": a window must be a contiguous tensor (this rank's is strided)";
+        return std::string(where) + ": a window must be a contiguous tensor (this rank's is strided)";
       if (!ForBoxRows(win, box, c.offsets, [](int64_t, int64_t, int64_t) {}))
-        return where + ": a box of shape " + ShapeOf(box) + " at offsets " +
+        return std::string(where) + ": a box of shape " + ShapeOf(box) + " at offsets " +
                [&] {
                  std::string o;
                  for (int64_t d = 0; d < win.rank; ++d)
@@ -117,7 +117,7 @@ std::string CheckCall(const CollectiveCall& c, int world) {
     }
     case abi::CollectiveKind::kWindow:
       if (!IsContiguous(c.out))
-        return where + ": a window must be a contiguous tensor (this rank's is strided)";
+        return std::string(where) + ": a window must be a contiguous tensor (this rank's is strided)";
       return {};
     case abi::CollectiveKind::kAllreduce:
     case abi::CollectiveKind::kFence: return {};
