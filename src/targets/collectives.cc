@@ -93,17 +93,18 @@ std::string CheckCall(const CollectiveCall& c, int world) {
       return {};
     case abi::CollectiveKind::kBroadcast:
       if (c.root >= world)
-        return std::string(where) + ": root " + std::to_string(c.root) + " is not a rank of a world of " +
-               std::to_string(world);
+        return std::string(where) + ": root " + std::to_string(c.root) +
+               " is not a rank of a world of " + std::to_string(world);
       return {};
     case abi::CollectiveKind::kPut:
     case abi::CollectiveKind::kGet: {
       const abi::TensorArg &win = c.window_tensor(), &box = c.box();
       if (c.root < 0 || c.root >= world)
-        return std::string(where) + ": rank " + std::to_string(c.root) + " is not a rank of a world of " +
-               std::to_string(world);
+        return std::string(where) + ": rank " + std::to_string(c.root) +
+               " is not a rank of a world of " + std::to_string(world);
       if (!IsContiguous(win))
-        return std::string(where) + ": a window must be a contiguous tensor (this rank's is strided)";
+        return std::string(where) +
+               ": a window must be a contiguous tensor (this rank's is strided)";
       if (!ForBoxRows(win, box, c.offsets, [](int64_t, int64_t, int64_t) {}))
         return std::string(where) + ": a box of shape " + ShapeOf(box) + " at offsets " +
                [&] {
@@ -117,7 +118,8 @@ std::string CheckCall(const CollectiveCall& c, int world) {
     }
     case abi::CollectiveKind::kWindow:
       if (!IsContiguous(c.out))
-        return std::string(where) + ": a window must be a contiguous tensor (this rank's is strided)";
+        return std::string(where) +
+               ": a window must be a contiguous tensor (this rank's is strided)";
       return {};
     case abi::CollectiveKind::kAllreduce:
     case abi::CollectiveKind::kFence: return {};
@@ -178,8 +180,10 @@ std::string SoloCollectives::Run(const CollectiveCall& c) {
         char* b = put ? const_cast<char*>(p.values.data()) : box.data();
         ForBoxRows(win, p.call.box(), p.call.offsets,
                    [&](int64_t at_box, int64_t at_win, int64_t n) {
-                     if (put) std::memcpy(w + at_win * bytes, b + at_box * bytes, n * bytes);
-                     else std::memcpy(b + at_box * bytes, w + at_win * bytes, n * bytes);
+                     if (put)
+                       std::memcpy(w + at_win * bytes, b + at_box * bytes, n * bytes);
+                     else
+                       std::memcpy(b + at_box * bytes, w + at_win * bytes, n * bytes);
                    });
         if (!put) box.Store();
       }
@@ -203,8 +207,9 @@ std::string SoloCollectives::EndRun(bool ok) {
   if (epoch_.empty() || !ok) return epoch_.clear(), std::string();
   const std::string where = epoch_.front().call.where;
   epoch_.clear();
-  return where + " has no dist.fence after it: one-sided ops take effect at the next fence, and "
-                 "the run ended first";
+  return where +
+         " has no dist.fence after it: one-sided ops take effect at the next fence, and "
+         "the run ended first";
 }
 
 }  // namespace ptox::targets
