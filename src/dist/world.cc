@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -182,14 +183,22 @@ constexpr size_t kPiece = 3584;
 constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
 
-// The [begin, end) byte ranges of a payload's pieces, in the order they are sent.
-std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes, size_t split_bytes) {
-  if (bytes > split_bytes) return {{0, 0}, {0, bytes}};
-  std::vector<std::pair<size_t, size_t>> out = {{0, std::min(bytes, kPiece)}};
-  while (out.back().second < bytes)
-    out.push_back({out.back().second, std::min(bytes, out.back().second + kPiece)});
-  return out;
-}
+// The [begin, end) byte ranges of a payload's pieces, in the order they are sent (computed, not
+// stored: an exchange runs per collective, and each allocation of its own was a cache miss more
+// at sizes that sweep the caches).
+class Pieces {
+ public:
+  Pieces(size_t bytes, size_t split_bytes) : bytes_(bytes), whole_(bytes > split_bytes) {}
+  size_t size() const { return whole_ ? 2 : std::max<size_t>(1, (bytes_ + kPiece - 1) / kPiece); }
+  std::pair<size_t, size_t> operator[](size_t k) const {
+    if (whole_) return {0, k == 0 ? 0 : bytes_};
+    return {k * kPiece, std::min(bytes_, (k + 1) * kPiece)};
+  }
+
+ private:
+  size_t bytes_;
+  bool whole_;  // the description goes alone, the payload in one message after it
+};
 
 }  // namespace
 
@@ -202,23 +211,35 @@ void World::Exchange(const std::string& sig, const std::string& where,
                      const std::vector<Peer>& peers, std::chrono::steady_clock::time_point deadline,
                      int64_t timeout_ms, const std::function<void()>& meanwhile,
                      size_t split_bytes) {
-  const std::string desc = sig + '\0' + where;
-  std::vector<std::vector<char>> heads(size_);  // to each peer: the description, the first piece
+  // To each peer: the description ("sig\0where", zero-padded), then the first piece.
+  constexpr size_t kHead = kDesc + kPiece;
+  const std::unique_ptr<char[]> heads(new char[static_cast<size_t>(size_) * kHead]);
+  size_t messages = 0;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      messages += Pieces(peers[r].send_bytes, split_bytes).size() +
+                  Pieces(peers[r].recv_bytes, split_bytes).size() - 1;
   std::vector<MPI_Request> reqs;
+  reqs.reserve(messages);
   std::vector<int> pending;  // peers whose first message has not come
+  pending.reserve(size_);
   {
     std::lock_guard<std::mutex> lock(MpiMutex());
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       const Peer& p = peers[r];
-      const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.send_bytes, split_bytes);
-      std::vector<char>& head = heads[r];
-      head.assign(kDesc + pieces[0].second, '\0');
-      std::memcpy(head.data(), desc.data(), std::min<size_t>(desc.size(), kDesc - 1));
-      if (pieces[0].second) std::memcpy(head.data() + kDesc, p.send, pieces[0].second);
+      const Pieces pieces(p.send_bytes, split_bytes);
+      char* const head = heads.get() + static_cast<size_t>(r) * kHead;
+      std::memset(head, 0, kDesc);
+      const size_t sig_bytes = std::min<size_t>(sig.size(), kDesc - 1);
+      std::memcpy(head, sig.data(), sig_bytes);
+      if (sig_bytes + 1 < kDesc)
+        std::memcpy(head + sig_bytes + 1, where.data(),
+                    std::min<size_t>(where.size(), kDesc - 2 - sig_bytes));
+      if (pieces[0].second) std::memcpy(head + kDesc, p.send, pieces[0].second);
       reqs.emplace_back();
-      PTOX_RUNTIME_CHECK(MPI_Isend(head.data(), Count(head.size(), where), MPI_BYTE, r, kTag,
-                                   MPI_COMM_WORLD, &reqs.back()) == MPI_SUCCESS)
+      PTOX_RUNTIME_CHECK(MPI_Isend(head, Count(kDesc + pieces[0].second, where), MPI_BYTE, r,
+                                   kTag, MPI_COMM_WORLD, &reqs.back()) == MPI_SUCCESS)
           << where << ": MPI_Isend failed";
       for (size_t k = 1; k < pieces.size(); ++k) {
         reqs.emplace_back();
@@ -256,7 +277,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
                            MPI_SUCCESS)
             << where << ": MPI_Mrecv failed";
         const Peer& p = peers[r];
-        const std::vector<std::pair<size_t, size_t>> pieces = Pieces(p.recv_bytes, split_bytes);
+        const Pieces pieces(p.recv_bytes, split_bytes);
         const std::string other_sig(got.data(), strnlen(got.data(), kDesc));
         const char* w = got.data() + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
         const std::string other_where(w, strnlen(w, kDesc - (w - got.data())));
