@@ -439,8 +439,14 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
   char* const o = static_cast<char*>(out);
   char* const own = o + rank_ * bytes;
   const char* const x = static_cast<const char*>(data);
-  auto copy_own = [&] {
-    if (bytes) std::memmove(own, x, bytes);
+  // One pointer captured: std::function keeps it without allocating.
+  const struct {
+    char* to;
+    const char* from;
+    size_t bytes;
+  } own_copy{own, x, bytes};
+  auto copy_own = [c = &own_copy] {
+    if (c->bytes) std::memmove(c->to, c->from, c->bytes);
   };
   if (size_ == 1) return copy_own();
 #ifdef PTOX_WITH_MPI

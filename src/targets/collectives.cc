@@ -1,5 +1,6 @@
 #include "targets/collectives.h"
 
+#include <charconv>
 #include <cstring>
 
 namespace ptox::targets {
@@ -23,10 +24,20 @@ bool HasSource(abi::CollectiveKind k) {
   return k == abi::CollectiveKind::kAllgather || k == abi::CollectiveKind::kReduceScatter;
 }
 
+// Appends "8x4" ("scalar" for rank 0) to `s`.
+void AppendShape(const abi::TensorArg& t, std::string* s) {
+  if (t.rank == 0) s->append("scalar");
+  for (int64_t d = 0; d < t.rank; ++d) {
+    if (d) s->push_back('x');
+    char digits[24];
+    s->append(digits, std::to_chars(digits, digits + sizeof digits, t.shape[d]).ptr);
+  }
+}
+
 std::string ShapeOf(const abi::TensorArg& t) {
   std::string s;
-  for (int64_t d = 0; d < t.rank; ++d) s += (d ? "x" : "") + std::to_string(t.shape[d]);
-  return s.empty() ? "scalar" : s;
+  AppendShape(t, &s);
+  return s;
 }
 
 // Calls f(element pointer) for every element of `t` in row-major order.
@@ -127,13 +138,20 @@ std::string CheckCall(const CollectiveCall& c, int world) {
   return {};
 }
 
+// Built in one string: it runs per collective.
 std::string Signature(const CollectiveCall& c) {
-  std::string s = KindName(c.kind);
+  std::string s;
+  s.reserve(64);
+  s.append(KindName(c.kind));
   if (c.kind == abi::CollectiveKind::kAllreduce || c.kind == abi::CollectiveKind::kReduceScatter)
-    s += c.op == 1 ? " max" : " sum";
-  if (c.kind == abi::CollectiveKind::kBroadcast) s += " from " + std::to_string(c.root);
-  s += " " + std::string(DTypeName(c.dtype)) + " " + ShapeOf(c.out);
-  if (HasSource(c.kind)) s += " <- " + ShapeOf(c.source);
+    s.append(c.op == 1 ? " max" : " sum");
+  if (c.kind == abi::CollectiveKind::kBroadcast) s.append(" from ").append(std::to_string(c.root));
+  s.append(" ").append(DTypeName(c.dtype)).append(" ");
+  AppendShape(c.out, &s);
+  if (HasSource(c.kind)) {
+    s.append(" <- ");
+    AppendShape(c.source, &s);
+  }
   return s;
 }
 

@@ -429,7 +429,9 @@ void Collective(void* ctx, const abi::CollectiveDesc* desc) {
     const abi::TensorArg* unused = nullptr;
     b.order = Alloc(ctx, &order, &unused);
   }
-  std::vector<abi::AccessDesc> acc(1);
+  std::vector<abi::AccessDesc> acc;
+  acc.reserve(kind == Kind::kFence ? 1 + b.windows.size() + b.epoch_gets.size() : 3);
+  acc.emplace_back();
   acc[0].tensor = b.order, acc[0].write = 1, acc[0].rank = 1, acc[0].hi[0] = 1;
   acc[0].element_bytes = 4;
   abi::TensorArg unused_t{};
