@@ -211,14 +211,16 @@ void World::Exchange(const std::string& sig, const std::string& where,
                      const std::vector<Peer>& peers, std::chrono::steady_clock::time_point deadline,
                      int64_t timeout_ms, const std::function<void()>& meanwhile,
                      size_t split_bytes) {
+  size_t messages = 0, first = 0;  // requests to wait for; the largest first piece sent
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const Pieces send(peers[r].send_bytes, split_bytes);
+    messages += send.size() + Pieces(peers[r].recv_bytes, split_bytes).size() - 1;
+    first = std::max(first, send[0].second);
+  }
   // To each peer: the description ("sig\0where", zero-padded), then the first piece.
-  constexpr size_t kHead = kDesc + kPiece;
-  const std::unique_ptr<char[]> heads(new char[static_cast<size_t>(size_) * kHead]);
-  size_t messages = 0;
-  for (int r = 0; r < size_; ++r)
-    if (r != rank_)
-      messages += Pieces(peers[r].send_bytes, split_bytes).size() +
-                  Pieces(peers[r].recv_bytes, split_bytes).size() - 1;
+  const size_t head_bytes = kDesc + first;
+  const std::unique_ptr<char[]> heads(new char[static_cast<size_t>(size_) * head_bytes]);
   std::vector<MPI_Request> reqs;
   reqs.reserve(messages);
   std::vector<int> pending;  // peers whose first message has not come
@@ -229,7 +231,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
       if (r == rank_) continue;
       const Peer& p = peers[r];
       const Pieces pieces(p.send_bytes, split_bytes);
-      char* const head = heads.get() + static_cast<size_t>(r) * kHead;
+      char* const head = heads.get() + static_cast<size_t>(r) * head_bytes;
       std::memset(head, 0, kDesc);
       const size_t sig_bytes = std::min<size_t>(sig.size(), kDesc - 1);
       std::memcpy(head, sig.data(), sig_bytes);
