@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -130,7 +129,7 @@ void Pause(std::chrono::steady_clock::time_point start, std::chrono::steady_cloc
 // Waits for the `count` requests at `reqs`, pausing between tests as Pause says. Past `deadline`
 // it fails, saying `rank`'s `what` did not finish within timeout_ms (the requests stay pending:
 // the run ends); the message is composed only then, off the collectives' path.
-void WaitAll(MPI_Request* reqs, int count, const std::string& where, const char* what, int rank,
+void WaitAll(MPI_Request* reqs, int count, std::string_view where, const char* what, int rank,
              std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
   const auto begin = std::chrono::steady_clock::now();
   for (int64_t tests = 1;; ++tests) {
@@ -151,7 +150,7 @@ void WaitAll(MPI_Request* reqs, int count, const std::string& where, const char*
 // Starts one non-blocking collective (`start` calls MPI under the lock) and waits for it
 // (WaitAll).
 template <typename Start>
-void Complete(Start&& start, const std::string& where, const char* what, int rank,
+void Complete(Start&& start, std::string_view where, const char* what, int rank,
               std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
   MPI_Request req;
   {
@@ -161,7 +160,7 @@ void Complete(Start&& start, const std::string& where, const char* what, int ran
   WaitAll(&req, 1, where, what, rank, deadline, timeout_ms);
 }
 
-int Count(size_t bytes, const std::string& where) {
+int Count(size_t bytes, std::string_view where) {
   PTOX_RUNTIME_CHECK(bytes <= static_cast<size_t>(INT32_MAX))
       << where << ": " << bytes << " bytes per rank; MPI counts stop at 2 GiB";
   return static_cast<int>(bytes);
@@ -202,15 +201,37 @@ class Pieces {
 
 }  // namespace
 
+// Per thread: collectives on one thread never nest, and each call's own vectors cost an
+// allocation each, a cache miss or more at sizes that sweep the caches.
+struct World::Pad {
+  std::vector<Peer> peers;
+  std::vector<const void*> values;
+  std::vector<size_t> counts, displs;
+  std::vector<MPI_Request> reqs;  // Exchange's and Transfer's
+  std::vector<int> pending;
+  std::vector<char> heads, got;
+};
+
+World::Pad& World::ThisThreadsPad() {
+  thread_local Pad pad;
+  return pad;
+}
+
+// A round that carries descriptions only.
+const std::vector<World::Peer>& World::NoPayloads() {
+  std::vector<Peer>& peers = ThisThreadsPad().peers;
+  peers.assign(size_, Peer{});
+  return peers;
+}
+
 // Each rank sends every peer its description with the first piece of what it sends that peer in
 // one message, then the other pieces (from the caller's memory, no copy), all at once: one round,
 // which short collectives need. A peer's first message is received once a probe has seen its
 // size, and the other pieces only after its description matched, so values of another size never
 // land in a buffer: a mismatch is an error on every rank, and the descriptions name both sides.
-void World::Exchange(const std::string& sig, const std::string& where,
-                     const std::vector<Peer>& peers, std::chrono::steady_clock::time_point deadline,
-                     int64_t timeout_ms, const std::function<void()>& meanwhile,
-                     size_t split_bytes) {
+void World::Exchange(std::string_view sig, std::string_view where, const std::vector<Peer>& peers,
+                     std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
+                     const std::function<void()>& meanwhile, size_t split_bytes) {
   size_t messages = 0, first = 0;  // requests to wait for; the largest first piece sent
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -220,10 +241,14 @@ void World::Exchange(const std::string& sig, const std::string& where,
   }
   // To each peer: the description ("sig\0where", zero-padded), then the first piece.
   const size_t head_bytes = kDesc + first;
-  const std::unique_ptr<char[]> heads(new char[static_cast<size_t>(size_) * head_bytes]);
-  std::vector<MPI_Request> reqs;
+  Pad& pad = ThisThreadsPad();
+  pad.heads.resize(std::max(pad.heads.size(), static_cast<size_t>(size_) * head_bytes));
+  char* const heads = pad.heads.data();
+  std::vector<MPI_Request>& reqs = pad.reqs;
+  reqs.clear();
   reqs.reserve(messages);
-  std::vector<int> pending;  // peers whose first message has not come
+  std::vector<int>& pending = pad.pending;  // peers whose first message has not come
+  pending.clear();
   pending.reserve(size_);
   {
     std::lock_guard<std::mutex> lock(MpiMutex());
@@ -231,7 +256,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
       if (r == rank_) continue;
       const Peer& p = peers[r];
       const Pieces pieces(p.send_bytes, split_bytes);
-      char* const head = heads.get() + static_cast<size_t>(r) * head_bytes;
+      char* const head = heads + static_cast<size_t>(r) * head_bytes;
       std::memset(head, 0, kDesc);
       const size_t sig_bytes = std::min<size_t>(sig.size(), kDesc - 1);
       std::memcpy(head, sig.data(), sig_bytes);
@@ -254,7 +279,7 @@ void World::Exchange(const std::string& sig, const std::string& where,
     }
   }
   if (meanwhile) meanwhile();
-  std::vector<char> got;
+  std::vector<char>& got = pad.got;
   std::string mismatch;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t tests = 1;; ++tests) {
@@ -274,19 +299,22 @@ void World::Exchange(const std::string& sig, const std::string& where,
         }
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        got.assign(std::max(count, kDesc), '\0');
+        // Zero past what came, so that a short message reads as a short description.
+        got.resize(std::max(got.size(), static_cast<size_t>(std::max(count, kDesc))));
+        if (count < kDesc) std::memset(got.data() + count, 0, kDesc - count);
         PTOX_RUNTIME_CHECK(MPI_Mrecv(got.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE) ==
                            MPI_SUCCESS)
             << where << ": MPI_Mrecv failed";
         const Peer& p = peers[r];
         const Pieces pieces(p.recv_bytes, split_bytes);
-        const std::string other_sig(got.data(), strnlen(got.data(), kDesc));
-        const char* w = got.data() + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
-        const std::string other_where(w, strnlen(w, kDesc - (w - got.data())));
+        const std::string_view other_sig(got.data(), strnlen(got.data(), kDesc));
         if (other_sig != sig || static_cast<size_t>(count) != kDesc + pieces[0].second) {
-          mismatch = "collective mismatch: rank " + std::to_string(rank_) + " passed " + sig +
-                     " to " + where + ", rank " + std::to_string(r) + " " + other_sig + " to " +
-                     other_where;
+          const char* w = got.data() + std::min<size_t>(other_sig.size() + 1, kDesc - 1);
+          const std::string_view other_where(w, strnlen(w, kDesc - (w - got.data())));
+          mismatch = "collective mismatch: rank " + std::to_string(rank_) + " passed " +
+                     std::string(sig) + " to " + std::string(where) + ", rank " +
+                     std::to_string(r) + " " + std::string(other_sig) + " to " +
+                     std::string(other_where);
           break;
         }
         if (pieces[0].second) std::memcpy(p.recv, got.data() + kDesc, pieces[0].second);
@@ -316,9 +344,10 @@ void World::Exchange(const std::string& sig, const std::string& where,
   }
 }
 
-void World::Transfer(const std::string& where, const std::vector<Peer>& peers,
+void World::Transfer(std::string_view where, const std::vector<Peer>& peers,
                      std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
-  std::vector<MPI_Request> reqs;
+  std::vector<MPI_Request>& reqs = ThisThreadsPad().reqs;
+  reqs.clear();
   {
     std::lock_guard<std::mutex> lock(MpiMutex());
     for (int send = 0; send < 2; ++send)
@@ -354,17 +383,20 @@ char* World::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
-void World::ScatterFold(const std::string& sig, const std::string& where, const char* data,
+void World::ScatterFold(std::string_view sig, std::string_view where, const char* data,
                         const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                         int elem_bytes, char* out, const Fold& fold,
                         std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
   const size_t mine = counts[rank_];
   char* const chunks = Scratch(mine * size_);
-  std::vector<Peer> peers(size_);
+  Pad& pad = ThisThreadsPad();
+  std::vector<Peer>& peers = pad.peers;
+  peers.resize(size_);
   for (int r = 0; r < size_; ++r) peers[r] = {data + displs[r], counts[r], chunks + r * mine, mine};
   Exchange(sig, where, peers, deadline, timeout_ms);
   // This rank's own chunk is folded where it lies (a copy cost 20 us of 107 at 1 MB on 2 ranks).
-  std::vector<const void*> values(size_);
+  std::vector<const void*>& values = pad.values;
+  values.resize(size_);
   for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? data + displs[r] : chunks + r * mine;
   fold(out, values.data(), size_, static_cast<int64_t>(mine) / elem_bytes);
 }
@@ -380,9 +412,9 @@ std::vector<MPI_Win>& Windows() {  // the windows of this process, in creation o
 
 }  // namespace
 
-int World::CreateWindow(const std::string& sig, const std::string& where, void* base,
-                        size_t bytes, int elem_bytes, int64_t timeout_ms) {
-  Exchange(sig, where, std::vector<Peer>(size_), Deadline(timeout_ms), timeout_ms);
+int World::CreateWindow(std::string_view sig, std::string_view where, void* base, size_t bytes,
+                        int elem_bytes, int64_t timeout_ms) {
+  Exchange(sig, where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
   MPI_Win win;
   std::lock_guard<std::mutex> lock(MpiMutex());
   PTOX_RUNTIME_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), elem_bytes, MPI_INFO_NULL,
@@ -394,7 +426,7 @@ int World::CreateWindow(const std::string& sig, const std::string& where, void* 
 }
 
 void World::Put(int window, int peer, const void* data, size_t bytes, int64_t disp,
-                const std::string& where) {
+                std::string_view where) {
   const int count = Count(bytes, where);
   std::lock_guard<std::mutex> lock(MpiMutex());
   PTOX_RUNTIME_CHECK(MPI_Put(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
@@ -403,7 +435,7 @@ void World::Put(int window, int peer, const void* data, size_t bytes, int64_t di
 }
 
 void World::Get(int window, int peer, void* data, size_t bytes, int64_t disp,
-                const std::string& where) {
+                std::string_view where) {
   const int count = Count(bytes, where);
   std::lock_guard<std::mutex> lock(MpiMutex());
   PTOX_RUNTIME_CHECK(MPI_Get(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
@@ -412,8 +444,8 @@ void World::Get(int window, int peer, void* data, size_t bytes, int64_t disp,
 }
 
 // The barrier is ours (descriptions, a deadline); MPI's fences then find every rank there.
-void World::Fence(const std::string& where, int64_t timeout_ms) {
-  Exchange("fence", where, std::vector<Peer>(size_), Deadline(timeout_ms), timeout_ms);
+void World::Fence(std::string_view where, int64_t timeout_ms) {
+  Exchange("fence", where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
   std::lock_guard<std::mutex> lock(MpiMutex());
   for (MPI_Win w : Windows())
     PTOX_RUNTIME_CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS)
@@ -426,18 +458,18 @@ void World::FreeWindows() {
   Windows().clear();
 }
 #else
-int World::CreateWindow(const std::string&, const std::string&, void*, size_t, int, int64_t) {
+int World::CreateWindow(std::string_view, std::string_view, void*, size_t, int, int64_t) {
   PTOX_ICHECK(false) << "windows need MPI";
   return -1;
 }
-void World::Put(int, int, const void*, size_t, int64_t, const std::string&) {}
-void World::Get(int, int, void*, size_t, int64_t, const std::string&) {}
-void World::Fence(const std::string&, int64_t) {}
+void World::Put(int, int, const void*, size_t, int64_t, std::string_view) {}
+void World::Get(int, int, void*, size_t, int64_t, std::string_view) {}
+void World::Fence(std::string_view, int64_t) {}
 void World::FreeWindows() {}
 #endif
 
-void World::AllGather(const std::string& sig, const std::string& where, const void* data,
-                      size_t bytes, void* out, int64_t timeout_ms) {
+void World::AllGather(std::string_view sig, std::string_view where, const void* data, size_t bytes,
+                      void* out, int64_t timeout_ms) {
   char* const o = static_cast<char*>(out);
   char* const own = o + rank_ * bytes;
   const char* const x = static_cast<const char*>(data);
@@ -458,7 +490,7 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
   // 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x. Not when x lies in the output.
   if (bytes >= kNativeAllGatherBytes && !(x < o + bytes * size_ && o < x + bytes)) {
     const auto deadline = Deadline(timeout_ms);
-    Exchange(sig, where, std::vector<Peer>(size_), deadline, timeout_ms);  // descriptions only
+    Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
     const int count = Count(bytes, where);
     Complete([&](MPI_Request* req) {
       return MPI_Iallgather(x, count, MPI_BYTE, o, count, MPI_BYTE, MPI_COMM_WORLD, req);
@@ -468,7 +500,8 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
   // The own slot is filled while the messages travel, unless it overlaps the values sent.
   const bool overlap = x < own + bytes && own < x + bytes;
   if (overlap) copy_own();
-  std::vector<Peer> peers(size_);
+  std::vector<Peer>& peers = ThisThreadsPad().peers;
+  peers.resize(size_);
   for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
   Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
            overlap ? std::function<void()>() : copy_own, kAllGatherSplitBytes);
@@ -478,12 +511,12 @@ void World::AllGather(const std::string& sig, const std::string& where, const vo
 #endif
 }
 
-void World::Broadcast(const std::string& sig, const std::string& where, void* data, size_t bytes,
+void World::Broadcast(std::string_view sig, std::string_view where, void* data, size_t bytes,
                       int root, int64_t timeout_ms) {
   if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
   const auto deadline = Deadline(timeout_ms);
-  Exchange(sig, where, std::vector<Peer>(size_), deadline, timeout_ms);  // descriptions only
+  Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
   const int count = Count(bytes, where);
   Complete([&](MPI_Request* req) {
     return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
@@ -494,9 +527,8 @@ void World::Broadcast(const std::string& sig, const std::string& where, void* da
 #endif
 }
 
-void World::ReduceScatter(const std::string& sig, const std::string& where, const void* data,
-                          int64_t n, int elem_bytes, void* out, const Fold& fold,
-                          int64_t timeout_ms) {
+void World::ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
+                          int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms) {
   const size_t chunk = static_cast<size_t>(n) * elem_bytes;
   if (size_ == 1) {
     if (chunk) std::memmove(out, data, chunk);
@@ -504,7 +536,10 @@ void World::ReduceScatter(const std::string& sig, const std::string& where, cons
   }
 #ifdef PTOX_WITH_MPI
   std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  std::vector<size_t> counts(size_, chunk), displs(size_);
+  Pad& pad = ThisThreadsPad();
+  std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
+  counts.assign(size_, chunk);
+  displs.resize(size_);
   for (int c = 0; c < size_; ++c) displs[c] = chunk * c;
   ScatterFold(sig, where, static_cast<const char*>(data), counts, displs, elem_bytes,
               static_cast<char*>(out), fold, Deadline(timeout_ms), timeout_ms);
@@ -514,7 +549,7 @@ void World::ReduceScatter(const std::string& sig, const std::string& where, cons
 #endif
 }
 
-void World::AllReduce(const std::string& sig, const std::string& where, void* data, int64_t n,
+void World::AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                       int elem_bytes, const Fold& fold, int64_t timeout_ms) {
   if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
@@ -525,10 +560,13 @@ void World::AllReduce(const std::string& sig, const std::string& where, void* da
   // Small messages: every rank gets every rank's values in one round and folds all of them.
   if (bytes * (size_ - 1) <= (size_t{64} << 10)) {
     char* const all = Scratch(bytes * size_);
-    std::vector<Peer> peers(size_);
+    Pad& pad = ThisThreadsPad();
+    std::vector<Peer>& peers = pad.peers;
+    peers.resize(size_);
     for (int r = 0; r < size_; ++r) peers[r] = {base, bytes, all + r * bytes, bytes};
     Exchange(sig, where, peers, deadline, timeout_ms);
-    std::vector<const void*> values(size_);
+    std::vector<const void*>& values = pad.values;
+    values.resize(size_);
     for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? base : all + r * bytes;
     fold(base, values.data(), size_, n);
     return;
@@ -537,11 +575,13 @@ void World::AllReduce(const std::string& sig, const std::string& where, void* da
   // folds them in rank order, and sends the folded chunk to every rank: 2 (p - 1) / p of the
   // data per rank, as a ring allreduce moves, in two rounds.
   auto lo = [&](int c) { return static_cast<size_t>(n * c / size_) * elem_bytes; };
-  std::vector<size_t> counts(size_), displs(size_);
+  Pad& pad = ThisThreadsPad();
+  std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
+  counts.resize(size_), displs.resize(size_);
   for (int c = 0; c < size_; ++c) counts[c] = lo(c + 1) - lo(c), displs[c] = lo(c);
   char* const folded = base + displs[rank_];
   ScatterFold(sig, where, base, counts, displs, elem_bytes, folded, fold, deadline, timeout_ms);
-  std::vector<Peer> peers(size_);
+  std::vector<Peer>& peers = pad.peers;
   for (int r = 0; r < size_; ++r)
     peers[r] = {folded, counts[rank_], base + displs[r], counts[r]};
   Transfer(where, peers, deadline, timeout_ms);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ptox::dist {
@@ -28,13 +29,13 @@ class World {
   // the operand (dtype and shape) and must be the same on every rank; `where` names the op.
   // Errors (on every rank): another rank's `sig` differs (both are named), or not every rank
   // arrives within `timeout_ms`.
-  void AllGather(const std::string& sig, const std::string& where, const void* data, size_t bytes,
+  void AllGather(std::string_view sig, std::string_view where, const void* data, size_t bytes,
                  void* out, int64_t timeout_ms);
 
   // Rank root's `bytes` bytes at `data` into every rank's `data`. `sig` (which should name the
   // root) and `where` as for AllGather.
-  void Broadcast(const std::string& sig, const std::string& where, void* data, size_t bytes,
-                 int root, int64_t timeout_ms);
+  void Broadcast(std::string_view sig, std::string_view where, void* data, size_t bytes, int root,
+                 int64_t timeout_ms);
 
   // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
   // bits of a sequential fold in rank order: `fold(out, values, count, n)` sets out[i] to
@@ -44,13 +45,13 @@ class World {
   // (2 (p - 1) / p of the data per rank, as a ring allreduce moves). `sig` and `where` as for
   // AllGather.
   using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
-  void AllReduce(const std::string& sig, const std::string& where, void* data, int64_t n,
+  void AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
 
   // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded in rank order
   // into the n elements at `out` (which may not overlap `data`). `fold`, `sig` and `where` as for
   // AllReduce.
-  void ReduceScatter(const std::string& sig, const std::string& where, const void* data, int64_t n,
+  void ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
                      int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
 
   // One-sided windows over MPI-3 RMA (docs/distributed.md). CreateWindow is collective: every
@@ -60,12 +61,12 @@ class World {
   // element `disp`; `data` must stay valid and untouched until the next Fence. Fence ends the
   // epoch on every window (after a checked barrier: every rank must reach it within
   // `timeout_ms`), so every transfer has landed; FreeWindows (collective) releases them.
-  int CreateWindow(const std::string& sig, const std::string& where, void* base, size_t bytes,
+  int CreateWindow(std::string_view sig, std::string_view where, void* base, size_t bytes,
                    int elem_bytes, int64_t timeout_ms);
   void Put(int window, int peer, const void* data, size_t bytes, int64_t disp,
-           const std::string& where);
-  void Get(int window, int peer, void* data, size_t bytes, int64_t disp, const std::string& where);
-  void Fence(const std::string& where, int64_t timeout_ms);
+           std::string_view where);
+  void Get(int window, int peer, void* data, size_t bytes, int64_t disp, std::string_view where);
+  void Fence(std::string_view where, int64_t timeout_ms);
   void FreeWindows();
 
   // Prints "ptox: rank K: message" on stderr and ends every rank of the run with `code`
@@ -94,21 +95,24 @@ class World {
   // at most `split_bytes` travel in eager pieces, the first behind the description; larger
   // ones in one message after it (world.cc, Pieces).
   static constexpr size_t kSplitBytes = size_t{32} << 10;
-  void Exchange(const std::string& sig, const std::string& where, const std::vector<Peer>& peers,
+  void Exchange(std::string_view sig, std::string_view where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
                 const std::function<void()>& meanwhile = {}, size_t split_bytes = kSplitBytes);
   // A later round of a collective whose descriptions already matched: the same traffic as an
   // Exchange, with every receive posted before the sends and no description (one message less
   // per peer, and no payload waiting for its receive). A peer late past `deadline` is an error.
-  void Transfer(const std::string& where, const std::vector<Peer>& peers,
+  void Transfer(std::string_view where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` and folds them in
   // rank order into `out` (counts[c] a multiple of elem_bytes). Under scratch_mu_.
-  void ScatterFold(const std::string& sig, const std::string& where, const char* data,
+  void ScatterFold(std::string_view sig, std::string_view where, const char* data,
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   char* Scratch(size_t bytes);  // scratch_, at least `bytes` (under scratch_mu_)
+  struct Pad;                   // the vectors a collective call fills, kept per thread (world.cc)
+  static Pad& ThisThreadsPad();
+  const std::vector<Peer>& NoPayloads();  // this thread's pad's peers, every one empty
   int rank_ = 0, size_ = 1, local_size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
   std::mutex scratch_mu_;

@@ -80,7 +80,9 @@ std::string MpiCollectives::Rma(const targets::CollectiveCall& c) {
   const int64_t timeout = dist::World::DefaultTimeoutMs();
   switch (c.kind) {
     case abi::CollectiveKind::kWindow: {
-      windows_[c.window] = world_.CreateWindow(targets::Signature(c), c.where, c.out.data,
+      std::string sig;
+      targets::Signature(c, &sig);
+      windows_[c.window] = world_.CreateWindow(sig, c.where, c.out.data,
                                                targets::Numel(c.out) * bytes, bytes, timeout);
       return {};
     }
@@ -138,7 +140,8 @@ std::string MpiCollectives::Run(const targets::CollectiveCall& c) {
     if (c.kind == K::kWindow || c.kind == K::kPut || c.kind == K::kGet || c.kind == K::kFence)
       return Rma(c);
     const int bytes = DTypeBytes(c.dtype);
-    const std::string sig = targets::Signature(c);
+    thread_local std::string sig;  // kept: its buffer is reused by the next collective
+    targets::Signature(c, &sig);
     const int64_t timeout = dist::World::DefaultTimeoutMs();
     const bool reads_out =
         c.kind == abi::CollectiveKind::kAllreduce || c.kind == abi::CollectiveKind::kBroadcast;

@@ -139,9 +139,9 @@ std::string CheckCall(const CollectiveCall& c, int world) {
 }
 
 // Built in one string: it runs per collective.
-std::string Signature(const CollectiveCall& c) {
-  std::string s;
-  s.reserve(64);
+void Signature(const CollectiveCall& c, std::string* out) {
+  std::string& s = *out;
+  s.clear();
   s.append(KindName(c.kind));
   if (c.kind == abi::CollectiveKind::kAllreduce || c.kind == abi::CollectiveKind::kReduceScatter)
     s.append(c.op == 1 ? " max" : " sum");
@@ -152,7 +152,6 @@ std::string Signature(const CollectiveCall& c) {
     s.append(" <- ");
     AppendShape(c.source, &s);
   }
-  return s;
 }
 
 Flat::Flat(const abi::TensorArg& t, int elem_bytes, bool read)

@@ -78,8 +78,8 @@ bool IsContiguous(const abi::TensorArg& t);
 // Empty when the call is fine.
 std::string CheckCall(const CollectiveCall& c, int world);
 
-// The call as every rank must make it: "allgather f32 8x4 <- 2x4".
-std::string Signature(const CollectiveCall& c);
+// The call as every rank must make it, into *out: "allgather f32 8x4 <- 2x4".
+void Signature(const CollectiveCall& c, std::string* out);
 
 int64_t Numel(const abi::TensorArg& t);
 

@@ -97,6 +97,7 @@ struct Bridge {
   int64_t order = -1;            // the tensor every collective task writes: they run in order
   std::vector<int64_t> windows;     // registered windows (parameter ids)
   std::vector<int64_t> epoch_gets;  // destinations of the gets since the last fence
+  std::vector<abi::AccessDesc> collective_accesses;  // reused: Submit copies what it keeps
 };
 
 // The tensor.empty or view with id `id`, or null.
@@ -429,7 +430,8 @@ void Collective(void* ctx, const abi::CollectiveDesc* desc) {
     const abi::TensorArg* unused = nullptr;
     b.order = Alloc(ctx, &order, &unused);
   }
-  std::vector<abi::AccessDesc> acc;
+  std::vector<abi::AccessDesc>& acc = b.collective_accesses;
+  acc.clear();
   acc.reserve(kind == Kind::kFence ? 1 + b.windows.size() + b.epoch_gets.size() : 3);
   acc.emplace_back();
   acc[0].tensor = b.order, acc[0].write = 1, acc[0].rank = 1, acc[0].hi[0] = 1;
