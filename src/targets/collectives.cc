@@ -138,7 +138,7 @@ std::string CheckCall(const CollectiveCall& c, int world) {
   return {};
 }
 
-// Built in one string: it runs per collective.
+// Into the caller's string, which a caller that runs per collective keeps and reuses.
 void Signature(const CollectiveCall& c, std::string* out) {
   std::string& s = *out;
   s.clear();
