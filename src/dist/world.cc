@@ -204,6 +204,15 @@ class Pieces {
 // Per thread: collectives on one thread never nest, and each call's own vectors cost an
 // allocation each, a cache miss or more at sizes that sweep the caches.
 struct World::Pad {
+  // `peers` and `values` sized for a world of n ranks (their entries are the caller's to set).
+  std::vector<Peer>& Peers(int n) {
+    peers.resize(n);
+    return peers;
+  }
+  std::vector<const void*>& Values(int n) {
+    values.resize(n);
+    return values;
+  }
   std::vector<Peer> peers;
   std::vector<const void*> values;
   std::vector<size_t> counts, displs;
@@ -390,13 +399,11 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
   const size_t mine = counts[rank_];
   char* const chunks = Scratch(mine * size_);
   Pad& pad = ThisThreadsPad();
-  std::vector<Peer>& peers = pad.peers;
-  peers.resize(size_);
+  std::vector<Peer>& peers = pad.Peers(size_);
   for (int r = 0; r < size_; ++r) peers[r] = {data + displs[r], counts[r], chunks + r * mine, mine};
   Exchange(sig, where, peers, deadline, timeout_ms);
   // This rank's own chunk is folded where it lies (a copy cost 20 us of 107 at 1 MB on 2 ranks).
-  std::vector<const void*>& values = pad.values;
-  values.resize(size_);
+  std::vector<const void*>& values = pad.Values(size_);
   for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? data + displs[r] : chunks + r * mine;
   fold(out, values.data(), size_, static_cast<int64_t>(mine) / elem_bytes);
 }
@@ -500,8 +507,7 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
   // The own slot is filled while the messages travel, unless it overlaps the values sent.
   const bool overlap = x < own + bytes && own < x + bytes;
   if (overlap) copy_own();
-  std::vector<Peer>& peers = ThisThreadsPad().peers;
-  peers.resize(size_);
+  std::vector<Peer>& peers = ThisThreadsPad().Peers(size_);
   for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
   Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
            overlap ? std::function<void()>() : copy_own, kAllGatherSplitBytes);
@@ -561,12 +567,10 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
   if (bytes * (size_ - 1) <= (size_t{64} << 10)) {
     char* const all = Scratch(bytes * size_);
     Pad& pad = ThisThreadsPad();
-    std::vector<Peer>& peers = pad.peers;
-    peers.resize(size_);
+    std::vector<Peer>& peers = pad.Peers(size_);
     for (int r = 0; r < size_; ++r) peers[r] = {base, bytes, all + r * bytes, bytes};
     Exchange(sig, where, peers, deadline, timeout_ms);
-    std::vector<const void*>& values = pad.values;
-    values.resize(size_);
+    std::vector<const void*>& values = pad.Values(size_);
     for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? base : all + r * bytes;
     fold(base, values.data(), size_, n);
     return;
@@ -581,7 +585,7 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
   for (int c = 0; c < size_; ++c) counts[c] = lo(c + 1) - lo(c), displs[c] = lo(c);
   char* const folded = base + displs[rank_];
   ScatterFold(sig, where, base, counts, displs, elem_bytes, folded, fold, deadline, timeout_ms);
-  std::vector<Peer>& peers = pad.peers;
+  std::vector<Peer>& peers = pad.Peers(size_);
   for (int r = 0; r < size_; ++r)
     peers[r] = {folded, counts[rank_], base + displs[r], counts[r]};
   Transfer(where, peers, deadline, timeout_ms);
