@@ -156,3 +156,42 @@ def test_an_exception_on_one_rank_ends_every_rank(tmp_path):
     assert out.returncode != 0
     assert time.monotonic() - start < 40, "the other rank waited for its timeout"
     assert "ptox: rank 1: uncaught ValueError: rank one gives up" in out.stderr, out.stderr
+
+
+# Rank 1 passes another shape: both ranks get the mismatch as a ptox.KernelError they can catch,
+# and every later collective fails at once, naming it, instead of taking the failed collective's
+# messages still in flight for its own. The run then ends normally.
+CAUGHT = textwrap.dedent("""
+    import numpy as np, os, ptox, sys
+    sys.path.insert(0, {tests!r})
+    from test_dist import mesh
+    r = ptox.rank()
+    x = np.ones((2 + r, 32), np.float32)
+    lines = []
+    for target in ("cpu", "interp", "cpu"):
+        try:
+            mesh(x, np.zeros_like(x), x.copy(), target=target)
+            lines.append("ran")
+        except ptox.Error as e:
+            lines.append(type(e).__name__ + " " + str(e))
+    with open(os.path.join({out!r}, "rank" + str(r) + ".txt"), "w") as f:
+        f.write("\\n".join(lines))
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
+def test_after_a_caught_mismatch_every_collective_fails_clearly(tmp_path):
+    script = tmp_path / "caught.py"
+    script.write_text(CAUGHT.format(tests=os.path.dirname(__file__), out=str(tmp_path)))
+    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                          sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    assert out.returncode == 0, out.stderr
+    for rank in (0, 1):
+        first, *later = (tmp_path / f"rank{rank}.txt").read_text().split("\n")
+        assert first.startswith("KernelError ") and "collective mismatch" in first, first
+        assert "f32 2x32" in first and "f32 3x32" in first, first
+        assert len(later) == 2, later
+        for line in later:
+            assert line.startswith("KernelError ") and f"on rank {rank}: an earlier collective " \
+                "failed on this rank" in line and "collective mismatch" in line, line

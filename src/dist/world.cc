@@ -102,6 +102,24 @@ void World::Abort(const std::string& message, int code) {
   std::exit(code);
 }
 
+template <typename Body>
+void World::Guarded(std::string_view where, Body&& body) {
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    PTOX_RUNTIME_CHECK(false) << where << " on rank " << rank_
+                              << ": an earlier collective failed on this rank, and its messages "
+                                 "may still be in flight, so this run cannot communicate any "
+                                 "more (that failure: "
+                              << failure_ << ")";
+  }
+  try {
+    body();
+  } catch (const std::exception& e) {
+    Abandon(e.what());
+    throw;
+  }
+}
+
 #ifdef PTOX_WITH_MPI
 namespace {
 
@@ -231,6 +249,25 @@ const std::vector<World::Peer>& World::NoPayloads() {
   std::vector<Peer>& peers = ThisThreadsPad().peers;
   peers.assign(size_, Peer{});
   return peers;
+}
+
+// A pending send may still read its header, and a pending receive write the scratch: both buffers
+// move to abandoned_, destroyed after MPI_Finalize (~World). MPI cannot cancel a started
+// non-blocking collective (Broadcast's, a large AllGather's); its request stays pending.
+void World::Abandon(const char* what) {
+  std::lock_guard<std::mutex> failure_lock(failure_mu_);
+  if (failed_.exchange(true)) return;
+  failure_ = what;
+  Pad& pad = ThisThreadsPad();
+  {
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    for (MPI_Request& req : pad.reqs)
+      if (req != MPI_REQUEST_NULL) MPI_Cancel(&req), MPI_Request_free(&req);
+  }
+  pad.reqs.clear();
+  abandoned_.push_back(std::move(pad.heads));
+  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+  abandoned_.push_back(std::move(scratch_));
 }
 
 // Each rank sends every peer its description with the first piece of what it sends that peer in
@@ -421,42 +458,49 @@ std::vector<MPI_Win>& Windows() {  // the windows of this process, in creation o
 
 int World::CreateWindow(std::string_view sig, std::string_view where, void* base, size_t bytes,
                         int elem_bytes, int64_t timeout_ms) {
-  Exchange(sig, where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
-  MPI_Win win;
-  std::lock_guard<std::mutex> lock(MpiMutex());
-  PTOX_RUNTIME_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), elem_bytes, MPI_INFO_NULL,
-                                    MPI_COMM_WORLD, &win) == MPI_SUCCESS &&
-                     MPI_Win_fence(0, win) == MPI_SUCCESS)
-      << where << ": MPI failed to create a window";
-  Windows().push_back(win);
+  Guarded(where, [&] {
+    Exchange(sig, where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
+    MPI_Win win;
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    PTOX_RUNTIME_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), elem_bytes, MPI_INFO_NULL,
+                                      MPI_COMM_WORLD, &win) == MPI_SUCCESS &&
+                       MPI_Win_fence(0, win) == MPI_SUCCESS)
+        << where << ": MPI failed to create a window";
+    Windows().push_back(win);
+  });
   return static_cast<int>(Windows().size()) - 1;
 }
 
 void World::Put(int window, int peer, const void* data, size_t bytes, int64_t disp,
                 std::string_view where) {
-  const int count = Count(bytes, where);
-  std::lock_guard<std::mutex> lock(MpiMutex());
-  PTOX_RUNTIME_CHECK(MPI_Put(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
-                             Windows().at(window)) == MPI_SUCCESS)
-      << where << ": MPI_Put failed";
+  Guarded(where, [&] {
+    const int count = Count(bytes, where);
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    PTOX_RUNTIME_CHECK(MPI_Put(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
+                               Windows().at(window)) == MPI_SUCCESS)
+        << where << ": MPI_Put failed";
+  });
 }
 
 void World::Get(int window, int peer, void* data, size_t bytes, int64_t disp,
                 std::string_view where) {
-  const int count = Count(bytes, where);
-  std::lock_guard<std::mutex> lock(MpiMutex());
-  PTOX_RUNTIME_CHECK(MPI_Get(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
-                             Windows().at(window)) == MPI_SUCCESS)
-      << where << ": MPI_Get failed";
+  Guarded(where, [&] {
+    const int count = Count(bytes, where);
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    PTOX_RUNTIME_CHECK(MPI_Get(data, count, MPI_BYTE, peer, disp, count, MPI_BYTE,
+                               Windows().at(window)) == MPI_SUCCESS)
+        << where << ": MPI_Get failed";
+  });
 }
 
 // The barrier is ours (descriptions, a deadline); MPI's fences then find every rank there.
 void World::Fence(std::string_view where, int64_t timeout_ms) {
-  Exchange("fence", where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
-  std::lock_guard<std::mutex> lock(MpiMutex());
-  for (MPI_Win w : Windows())
-    PTOX_RUNTIME_CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS)
-        << where << ": MPI_Win_fence failed";
+  Guarded(where, [&] {
+    Exchange("fence", where, NoPayloads(), Deadline(timeout_ms), timeout_ms);
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    for (MPI_Win w : Windows())
+      PTOX_RUNTIME_CHECK(MPI_Win_fence(0, w) == MPI_SUCCESS) << where << ": MPI_Win_fence failed";
+  });
 }
 
 void World::FreeWindows() {
@@ -465,6 +509,10 @@ void World::FreeWindows() {
   Windows().clear();
 }
 #else
+void World::Abandon(const char* what) {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  if (!failed_.exchange(true)) failure_ = what;
+}
 int World::CreateWindow(std::string_view, std::string_view, void*, size_t, int, int64_t) {
   PTOX_ICHECK(false) << "windows need MPI";
   return -1;
@@ -477,122 +525,133 @@ void World::FreeWindows() {}
 
 void World::AllGather(std::string_view sig, std::string_view where, const void* data, size_t bytes,
                       void* out, int64_t timeout_ms) {
-  char* const o = static_cast<char*>(out);
-  char* const own = o + rank_ * bytes;
-  const char* const x = static_cast<const char*>(data);
-  // One pointer captured: std::function keeps it without allocating.
-  const struct {
-    char* to;
-    const char* from;
-    size_t bytes;
-  } own_copy{own, x, bytes};
-  auto copy_own = [c = &own_copy] {
-    if (c->bytes) std::memmove(c->to, c->from, c->bytes);
-  };
-  if (size_ == 1) return copy_own();
+  Guarded(where, [&] {
+    char* const o = static_cast<char*>(out);
+    char* const own = o + rank_ * bytes;
+    const char* const x = static_cast<const char*>(data);
+    // One pointer captured: std::function keeps it without allocating.
+    const struct {
+      char* to;
+      const char* from;
+      size_t bytes;
+    } own_copy{own, x, bytes};
+    auto copy_own = [c = &own_copy] {
+      if (c->bytes) std::memmove(c->to, c->from, c->bytes);
+    };
+    if (size_ == 1) return copy_own();
 #ifdef PTOX_WITH_MPI
-  // From 8 MiB a rank, once the descriptions matched, MPI's own non-blocking allgather moves the
-  // values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with
-  // the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below it, MPI_Iallgather ran at
-  // 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x. Not when x lies in the output.
-  if (bytes >= kNativeAllGatherBytes && !(x < o + bytes * size_ && o < x + bytes)) {
-    const auto deadline = Deadline(timeout_ms);
-    Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
-    const int count = Count(bytes, where);
-    Complete([&](MPI_Request* req) {
-      return MPI_Iallgather(x, count, MPI_BYTE, o, count, MPI_BYTE, MPI_COMM_WORLD, req);
-    }, where, "allgather", rank_, deadline, timeout_ms);
-    return;
-  }
-  // The own slot is filled while the messages travel, unless it overlaps the values sent.
-  const bool overlap = x < own + bytes && own < x + bytes;
-  if (overlap) copy_own();
-  std::vector<Peer>& peers = ThisThreadsPad().Peers(size_);
-  for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
-  Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
-           overlap ? std::function<void()>() : copy_own, kAllGatherSplitBytes);
+    // From 8 MiB a rank, once the descriptions matched, MPI's own non-blocking allgather moves the
+    // values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with
+    // the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below it, MPI_Iallgather ran at
+    // 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x. Not when x lies in the output.
+    if (bytes >= kNativeAllGatherBytes && !(x < o + bytes * size_ && o < x + bytes)) {
+      const auto deadline = Deadline(timeout_ms);
+      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
+      const int count = Count(bytes, where);
+      Complete(
+          [&](MPI_Request* req) {
+            return MPI_Iallgather(x, count, MPI_BYTE, o, count, MPI_BYTE, MPI_COMM_WORLD, req);
+          },
+          where, "allgather", rank_, deadline, timeout_ms);
+      return;
+    }
+    // The own slot is filled while the messages travel, unless it overlaps the values sent.
+    const bool overlap = x < own + bytes && own < x + bytes;
+    if (overlap) copy_own();
+    std::vector<Peer>& peers = ThisThreadsPad().Peers(size_);
+    for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
+    Exchange(sig, where, peers, Deadline(timeout_ms), timeout_ms,
+             overlap ? std::function<void()>() : copy_own, kAllGatherSplitBytes);
 #else
-  (void)sig, (void)where, (void)timeout_ms;
-  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
+    (void)sig, (void)where, (void)timeout_ms;
+    PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
 #endif
+  });
 }
 
 void World::Broadcast(std::string_view sig, std::string_view where, void* data, size_t bytes,
                       int root, int64_t timeout_ms) {
-  if (size_ == 1) return;
+  Guarded(where, [&] {
+    if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
-  const auto deadline = Deadline(timeout_ms);
-  Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
-  const int count = Count(bytes, where);
-  Complete([&](MPI_Request* req) {
-    return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
-  }, where, "broadcast", rank_, deadline, timeout_ms);
+    const auto deadline = Deadline(timeout_ms);
+    Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
+    const int count = Count(bytes, where);
+    Complete(
+        [&](MPI_Request* req) {
+          return MPI_Ibcast(data, count, MPI_BYTE, root, MPI_COMM_WORLD, req);
+        },
+        where, "broadcast", rank_, deadline, timeout_ms);
 #else
-  (void)sig, (void)where, (void)data, (void)bytes, (void)root, (void)timeout_ms;
-  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
+    (void)sig, (void)where, (void)data, (void)bytes, (void)root, (void)timeout_ms;
+    PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
 #endif
+  });
 }
 
 void World::ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
                           int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms) {
-  const size_t chunk = static_cast<size_t>(n) * elem_bytes;
-  if (size_ == 1) {
-    if (chunk) std::memmove(out, data, chunk);
-    return;
-  }
+  Guarded(where, [&] {
+    const size_t chunk = static_cast<size_t>(n) * elem_bytes;
+    if (size_ == 1) {
+      if (chunk) std::memmove(out, data, chunk);
+      return;
+    }
 #ifdef PTOX_WITH_MPI
-  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  Pad& pad = ThisThreadsPad();
-  std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
-  counts.assign(size_, chunk);
-  displs.resize(size_);
-  for (int c = 0; c < size_; ++c) displs[c] = chunk * c;
-  ScatterFold(sig, where, static_cast<const char*>(data), counts, displs, elem_bytes,
-              static_cast<char*>(out), fold, Deadline(timeout_ms), timeout_ms);
+    std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+    Pad& pad = ThisThreadsPad();
+    std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
+    counts.assign(size_, chunk);
+    displs.resize(size_);
+    for (int c = 0; c < size_; ++c) displs[c] = chunk * c;
+    ScatterFold(sig, where, static_cast<const char*>(data), counts, displs, elem_bytes,
+                static_cast<char*>(out), fold, Deadline(timeout_ms), timeout_ms);
 #else
-  (void)sig, (void)where, (void)fold, (void)timeout_ms;
-  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
+    (void)sig, (void)where, (void)fold, (void)timeout_ms;
+    PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
 #endif
+  });
 }
 
 void World::AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                       int elem_bytes, const Fold& fold, int64_t timeout_ms) {
-  if (size_ == 1) return;
+  Guarded(where, [&] {
+    if (size_ == 1) return;
 #ifdef PTOX_WITH_MPI
-  const auto deadline = Deadline(timeout_ms);
-  const size_t bytes = static_cast<size_t>(n) * elem_bytes;
-  char* const base = static_cast<char*>(data);
-  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  // Small messages: every rank gets every rank's values in one round and folds all of them.
-  if (bytes * (size_ - 1) <= (size_t{64} << 10)) {
-    char* const all = Scratch(bytes * size_);
+    const auto deadline = Deadline(timeout_ms);
+    const size_t bytes = static_cast<size_t>(n) * elem_bytes;
+    char* const base = static_cast<char*>(data);
+    std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+    // Small messages: every rank gets every rank's values in one round and folds all of them.
+    if (bytes * (size_ - 1) <= (size_t{64} << 10)) {
+      char* const all = Scratch(bytes * size_);
+      Pad& pad = ThisThreadsPad();
+      std::vector<Peer>& peers = pad.Peers(size_);
+      for (int r = 0; r < size_; ++r) peers[r] = {base, bytes, all + r * bytes, bytes};
+      Exchange(sig, where, peers, deadline, timeout_ms);
+      std::vector<const void*>& values = pad.Values(size_);
+      for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? base : all + r * bytes;
+      fold(base, values.data(), size_, n);
+      return;
+    }
+    // Larger ones: rank c owns elements [lo(c), lo(c + 1)); every rank sends it that chunk, it
+    // folds them in rank order, and sends the folded chunk to every rank: 2 (p - 1) / p of the
+    // data per rank, as a ring allreduce moves, in two rounds.
+    auto lo = [&](int c) { return static_cast<size_t>(n * c / size_) * elem_bytes; };
     Pad& pad = ThisThreadsPad();
+    std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
+    counts.resize(size_), displs.resize(size_);
+    for (int c = 0; c < size_; ++c) counts[c] = lo(c + 1) - lo(c), displs[c] = lo(c);
+    char* const folded = base + displs[rank_];
+    ScatterFold(sig, where, base, counts, displs, elem_bytes, folded, fold, deadline, timeout_ms);
     std::vector<Peer>& peers = pad.Peers(size_);
-    for (int r = 0; r < size_; ++r) peers[r] = {base, bytes, all + r * bytes, bytes};
-    Exchange(sig, where, peers, deadline, timeout_ms);
-    std::vector<const void*>& values = pad.Values(size_);
-    for (int r = 0; r < size_; ++r) values[r] = r == rank_ ? base : all + r * bytes;
-    fold(base, values.data(), size_, n);
-    return;
-  }
-  // Larger ones: rank c owns elements [lo(c), lo(c + 1)); every rank sends it that chunk, it
-  // folds them in rank order, and sends the folded chunk to every rank: 2 (p - 1) / p of the
-  // data per rank, as a ring allreduce moves, in two rounds.
-  auto lo = [&](int c) { return static_cast<size_t>(n * c / size_) * elem_bytes; };
-  Pad& pad = ThisThreadsPad();
-  std::vector<size_t>&counts = pad.counts, &displs = pad.displs;
-  counts.resize(size_), displs.resize(size_);
-  for (int c = 0; c < size_; ++c) counts[c] = lo(c + 1) - lo(c), displs[c] = lo(c);
-  char* const folded = base + displs[rank_];
-  ScatterFold(sig, where, base, counts, displs, elem_bytes, folded, fold, deadline, timeout_ms);
-  std::vector<Peer>& peers = pad.Peers(size_);
-  for (int r = 0; r < size_; ++r)
-    peers[r] = {folded, counts[rank_], base + displs[r], counts[r]};
-  Transfer(where, peers, deadline, timeout_ms);
+    for (int r = 0; r < size_; ++r) peers[r] = {folded, counts[rank_], base + displs[r], counts[r]};
+    Transfer(where, peers, deadline, timeout_ms);
 #else
-  (void)sig, (void)where, (void)data, (void)n, (void)elem_bytes, (void)fold, (void)timeout_ms;
-  PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
+    (void)sig, (void)where, (void)data, (void)n, (void)elem_bytes, (void)fold, (void)timeout_ms;
+    PTOX_ICHECK(false) << "a world of " << size_ << " ranks without MPI";
 #endif
+  });
 }
 
 }  // namespace ptox::dist

@@ -4,6 +4,7 @@
 // Without a launcher the process is rank 0 of 1 and MPI is never initialized.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,12 @@ class World {
   // AllReduce.
   void ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
                      int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
+
+  // After a collective (or window call) failed on this rank, every later one fails at once with
+  // an error that names the first failure: MPI may still hold the failed one's messages (a
+  // peer's pieces this rank never received, sends from this rank's buffers), and a later
+  // collective would take them for its own. `ptox run` ends the run on a failure; a caller that
+  // catches the error gets this one instead of data mixed across collectives.
 
   // One-sided windows over MPI-3 RMA (docs/distributed.md). CreateWindow is collective: every
   // rank registers its own `bytes` at `base` (elements of `elem_bytes`) in the same order, with
@@ -109,6 +116,13 @@ class World {
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // Runs the collective `body` unless an earlier one failed (then throws); when `body` throws,
+  // records the failure and abandons its pending requests (Abandon) before rethrowing.
+  template <typename Body>
+  void Guarded(std::string_view where, Body&& body);
+  // Cancels and frees this thread's pending requests and keeps the buffers they may still read
+  // or write (this thread's send headers, the scratch) alive until MPI is finalized.
+  void Abandon(const char* what);
   char* Scratch(size_t bytes);  // scratch_, at least `bytes` (under scratch_mu_)
   struct Pad;                   // the vectors a collective call fills, kept per thread (world.cc)
   static Pad& ThisThreadsPad();
@@ -117,6 +131,10 @@ class World {
   bool mpi_ = false;  // MPI was initialized here
   std::mutex scratch_mu_;
   std::vector<char> scratch_;  // what the other ranks sent (under scratch_mu_)
+  std::atomic<bool> failed_{false};  // a collective failed here (see Guarded)
+  std::mutex failure_mu_;
+  std::string failure_;                       // its error (under failure_mu_)
+  std::vector<std::vector<char>> abandoned_;  // a failed collective's buffers (under failure_mu_)
 };
 
 }  // namespace ptox::dist

@@ -371,7 +371,11 @@ void Graph::Forget(const Node& node) {
 
 void Graph::Finish(Node* node, const std::string& error, int worker, double start_us,
                    double end_us) {
-  std::vector<Node*> ready;
+  // Reused: a vector of its own cost every task with successors an allocation (a collective in
+  // a loop of them: one of each collective's two). Finish never nests on a thread (Push only
+  // queues).
+  thread_local std::vector<Node*> ready;
+  ready.clear();
   std::unique_lock<SpinLock> lock(mu_);
   node->done = true;
   --in_flight_;
