@@ -114,13 +114,20 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def two_ranks(tmp_path, script, timeout=600):
+    """Runs `script` ({tests}: this folder, {out}: tmp_path) as 2 ranks under mpirun; returns the
+    finished process."""
+    path = tmp_path / "ranks.py"
+    path.write_text(script.format(tests=os.path.dirname(__file__), out=str(tmp_path)))
+    env = {**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")}
+    return subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                           sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
 def test_two_processes_under_mpirun(tmp_path):
-    script = tmp_path / "ranks.py"
-    script.write_text(SCRIPT.format(tests=os.path.dirname(__file__), out=str(tmp_path)))
-    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                          sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    out = two_ranks(tmp_path, SCRIPT)
     assert out.returncode == 0, out.stderr
     x = np.full(4, 1e8, dtype=np.float32) + np.arange(4, dtype=np.float32)
     want = ((x + x * np.float32(2)) * np.float32(2)).tolist()  # ranks 0, 1 scaled, then * 2
@@ -147,12 +154,8 @@ FAILING = textwrap.dedent("""
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
 def test_an_exception_on_one_rank_ends_every_rank(tmp_path):
     import time
-    script = tmp_path / "fail.py"
-    script.write_text(FAILING.format(tests=os.path.dirname(__file__)))
     start = time.monotonic()
-    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                          sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    out = two_ranks(tmp_path, FAILING)
     assert out.returncode != 0
     assert time.monotonic() - start < 40, "the other rank waited for its timeout"
     assert "ptox: rank 1: uncaught ValueError: rank one gives up" in out.stderr, out.stderr
@@ -181,11 +184,7 @@ CAUGHT = textwrap.dedent("""
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
 def test_after_a_caught_mismatch_every_collective_fails_clearly(tmp_path):
-    script = tmp_path / "caught.py"
-    script.write_text(CAUGHT.format(tests=os.path.dirname(__file__), out=str(tmp_path)))
-    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                          sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
+    out = two_ranks(tmp_path, CAUGHT, timeout=120)
     assert out.returncode == 0, out.stderr
     for rank in (0, 1):
         first, *later = (tmp_path / f"rank{rank}.txt").read_text().split("\n")

@@ -251,25 +251,6 @@ const std::vector<World::Peer>& World::NoPayloads() {
   return peers;
 }
 
-// A pending send may still read its header, and a pending receive write the scratch: both buffers
-// move to abandoned_, destroyed after MPI_Finalize (~World). MPI cannot cancel a started
-// non-blocking collective (Broadcast's, a large AllGather's); its request stays pending.
-void World::Abandon(const char* what) {
-  std::lock_guard<std::mutex> failure_lock(failure_mu_);
-  if (failed_.exchange(true)) return;
-  failure_ = what;
-  Pad& pad = ThisThreadsPad();
-  {
-    std::lock_guard<std::mutex> lock(MpiMutex());
-    for (MPI_Request& req : pad.reqs)
-      if (req != MPI_REQUEST_NULL) MPI_Cancel(&req), MPI_Request_free(&req);
-  }
-  pad.reqs.clear();
-  abandoned_.push_back(std::move(pad.heads));
-  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
-  abandoned_.push_back(std::move(scratch_));
-}
-
 // Each rank sends every peer its description with the first piece of what it sends that peer in
 // one message, then the other pieces (from the caller's memory, no copy), all at once: one round,
 // which short collectives need. A peer's first message is received once a probe has seen its
@@ -446,6 +427,27 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
 }
 #endif
 
+// A pending send may still read its header, and a pending receive write the scratch: both buffers
+// move to abandoned_, destroyed after MPI_Finalize (~World). MPI cannot cancel a started
+// non-blocking collective (Broadcast's, a large AllGather's); its request stays pending.
+void World::Abandon(const char* what) {
+  std::lock_guard<std::mutex> failure_lock(failure_mu_);
+  if (failed_.exchange(true)) return;
+  failure_ = what;
+#ifdef PTOX_WITH_MPI
+  Pad& pad = ThisThreadsPad();
+  {
+    std::lock_guard<std::mutex> lock(MpiMutex());
+    for (MPI_Request& req : pad.reqs)
+      if (req != MPI_REQUEST_NULL) MPI_Cancel(&req), MPI_Request_free(&req);
+  }
+  pad.reqs.clear();
+  abandoned_.push_back(std::move(pad.heads));
+  std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+  abandoned_.push_back(std::move(scratch_));
+#endif
+}
+
 #ifdef PTOX_WITH_MPI
 namespace {
 
@@ -509,10 +511,6 @@ void World::FreeWindows() {
   Windows().clear();
 }
 #else
-void World::Abandon(const char* what) {
-  std::lock_guard<std::mutex> lock(failure_mu_);
-  if (!failed_.exchange(true)) failure_ = what;
-}
 int World::CreateWindow(std::string_view, std::string_view, void*, size_t, int, int64_t) {
   PTOX_ICHECK(false) << "windows need MPI";
   return -1;
