@@ -118,9 +118,11 @@ TEST_P(MpiRanks, AllreduceMatchesTheSimulatedRanksBitForBit) {
     EXPECT_EQ(got_rw, (std::vector<float>{float(me.rank), float(me.world_size)}));
     EXPECT_EQ(got_rw, rw[me.rank]);
     if (dt == DType::kF32) {  // and against the rank-order fold computed here
+      std::vector<std::vector<float>> in;  // made once: Input() per element made this quadratic
+      for (int r = 0; r < me.world_size; ++r) in.push_back(Input(r, n * m));
       for (int64_t i = 0; i < n * m; ++i) {
-        float sum = Input(0, n * m)[i];
-        for (int r = 1; r < me.world_size; ++r) sum = sum + Input(r, n * m)[i];
+        float sum = in[0][i];
+        for (int r = 1; r < me.world_size; ++r) sum = sum + in[r][i];
         uint32_t want;
         std::memcpy(&want, &sum, 4);
         EXPECT_EQ(got_s.w[i], want) << "element " << i;
