@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "interp/numeric.h"
 #include "kernels/scalar.h"
 #include "support/error.h"
+#include "support/rank_tree.h"
 #include "support/vector_clones.h"
 
 namespace ptox::driver {
@@ -28,30 +30,37 @@ std::vector<interp::Dense> MpiComm::Gather(const interp::Dense& x, const std::st
 namespace {
 
 // The f32 folds, built for each x86 vector width (the rest of this library targets the baseline
-// ISA): at 1 MB on 2 ranks a fold is a tenth of the collective. By blocks of the result: the
-// partial folds of more than two values stay in `acc` (in the L1), and only the last op writes
-// `out`, once the block of every value has been read, so `out` may be one of the values.
+// ISA): at 1 MB on 2 ranks a fold is a tenth of the collective. By blocks of the result, the
+// pairwise tree (support/rank_tree.h) in place: at stride s = 1, 2, 4, ... node i (a multiple of
+// 2s) becomes node i op node i + s. The inner nodes stay in `acc` (node i in block i / 2, in the
+// L1 for up to 8 ranks), and only the root's op writes `out`, once the block of every value has
+// been read, so `out` may be one of the values.
 template <bool kMax>
 PTOX_VECTOR_CLONES void FoldF32(float* out, const void* const* values, int count, int64_t n) {
   constexpr int64_t kBlock = 2048;
-  float acc[kBlock];
+  thread_local std::vector<float> acc;
+  acc.resize(static_cast<size_t>(count / 2) * kBlock);
+  thread_local std::vector<const float*> node;
+  node.resize(count);
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const int64_t m = std::min(kBlock, n - i0);
-    const float* a = static_cast<const float*>(values[0]) + i0;
-    for (int k = 1; k < count; ++k) {
-      const float* b = static_cast<const float*>(values[k]) + i0;
-      float* o = k == count - 1 ? out + i0 : acc;
+    for (int k = 0; k < count; ++k) node[k] = static_cast<const float*>(values[k]) + i0;
+    if (count == 1 && node[0] != out + i0) std::memmove(out + i0, node[0], m * sizeof(float));
+    for (int s = 1; s < count; s *= 2)
+      for (int k = 0; k + s < count; k += 2 * s) {
+        const float *a = node[k], *b = node[k + s];
+        float* o = 2 * s >= count ? out + i0 : acc.data() + (k / 2) * kBlock;  // the root: k = 0
 #pragma GCC ivdep
-      for (int64_t i = 0; i < m; ++i)
-        o[i] = kMax ? scalar::Max(a[i], b[i]) : scalar::Add(a[i], b[i]);
-      a = acc;
-    }
+        for (int64_t i = 0; i < m; ++i)
+          o[i] = kMax ? scalar::Max(a[i], b[i]) : scalar::Add(a[i], b[i]);
+        node[k] = o;
+      }
   }
 }
 
-// out = values[0] op values[1] op ... with the interpreter's element functions: f32 through
-// kernels/scalar.h's Add / Max (the functions interp::FloatBinary calls), bf16 / f16 widened,
-// combined and rounded after each op as interp::Binary does.
+// out = the pairwise tree (support/rank_tree.h) of values[0..count) with the interpreter's element
+// functions: f32 through kernels/scalar.h's Add / Max (the functions interp::FloatBinary calls),
+// bf16 / f16 widened, combined and rounded after each op as interp::Binary does.
 dist::World::Fold FoldFor(int op, DType dt) {
   return [op, dt](void* out, const void* const* values, int count, int64_t n) {
     if (dt == DType::kF32)
@@ -59,13 +68,13 @@ dist::World::Fold FoldFor(int op, DType dt) {
     const int bytes = DTypeBytes(dt);
     const interp::Fn fn = op == 1 ? interp::Fn::kMax : interp::Fn::kAdd;
     for (int64_t i = 0; i < n; ++i) {
-      float acc = interp::ReadFloat(dt, static_cast<const char*>(values[0]) + i * bytes);
-      for (int k = 1; k < count; ++k)
-        acc = interp::RoundTo(
-            dt,
-            interp::FloatBinary(
-                fn, acc, interp::ReadFloat(dt, static_cast<const char*>(values[k]) + i * bytes)));
-      interp::WriteFloat(dt, static_cast<char*>(out) + i * bytes, acc);
+      const float v = RankTreeFold<float>(
+          0, count,
+          [&](int k) {
+            return interp::ReadFloat(dt, static_cast<const char*>(values[k]) + i * bytes);
+          },
+          [&](float a, float b) { return interp::RoundTo(dt, interp::FloatBinary(fn, a, b)); });
+      interp::WriteFloat(dt, static_cast<char*>(out) + i * bytes, v);
     }
   };
 }

@@ -14,6 +14,7 @@
 #include "kernels/quant.h"
 #include "kernels/scalar.h"
 #include "ops/type_rules.h"
+#include "support/rank_tree.h"
 
 namespace ptox::interp {
 namespace {
@@ -333,16 +334,20 @@ Dense EvalSelect(const ir::OpStmt& op, const Env& env) {
   return Select(op, cond, a, b);
 }
 
-// tensor.allreduce: every rank's x folded in rank order with the tensor op's own steps (a sum
-// rounds to the dtype after each add; max keeps the first NaN), so the result is the same bits
-// on every rank.
+// The ranks' values (in rank order) folded in the pairwise tree of support/rank_tree.h with the
+// tensor op's own steps: a sum rounds to the dtype after each add; max keeps the first NaN in
+// rank order (max's fold is associative, so the tree does not change it).
+Dense FoldRanks(const ir::OpStmt& op, const std::vector<Dense>& all) {
+  const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
+  return RankTreeFold<Dense>(
+      0, static_cast<int>(all.size()), [&](int r) { return all[r]; },
+      [&](const Dense& a, const Dense& b) { return Binary(op, fn, a, b); });
+}
+
+// tensor.allreduce: every rank's x folded (FoldRanks), the same bits on every rank.
 // dist.allreduce is the same in place, on its tensor buffer.
 Dense EvalAllreduce(const ir::OpStmt& op, const Env& env) {
-  const std::vector<Dense> all = env.comm().Gather(Arg(op, env, 0, DType::kF32), OpWhere(op));
-  const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
-  Dense acc = all[0];
-  for (size_t r = 1; r < all.size(); ++r) acc = Binary(op, fn, acc, all[r]);
-  return acc;
+  return FoldRanks(op, env.comm().Gather(Arg(op, env, 0, DType::kF32), OpWhere(op)));
 }
 
 // Rows [r0, r0 + n) of a dense value of rank >= 1.
@@ -388,11 +393,9 @@ void EvalDistCollective(const ir::OpStmt& op, const Env& env) {
       const int64_t n = t.shape[0];
       PTOX_RUNTIME_CHECK(x.shape[0] == world * n)
           << OpWhere(op) << ": x has " << x.shape[0] << " rows, not " << world << " ranks x " << n;
-      const Fn fn = std::get<std::string>(op.attrs().at("op")) == "max" ? Fn::kMax : Fn::kAdd;
-      const std::vector<Dense> all = comm.Gather(x, OpWhere(op));
-      Dense acc = Rows(all[0], comm.rank() * n, n);
-      for (int r = 1; r < world; ++r) acc = Binary(op, fn, acc, Rows(all[r], comm.rank() * n, n));
-      return Write(acc, t);
+      std::vector<Dense> all = comm.Gather(x, OpWhere(op));
+      for (Dense& v : all) v = Rows(v, comm.rank() * n, n);
+      return Write(FoldRanks(op, all), t);
     }
     default: PTOX_ICHECK(false) << "not a collective: " << OpWhere(op);
   }
