@@ -638,11 +638,12 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
     // lower rank keeps its lower half, the upper one the upper half, each sends the other half and
     // folds lower rank's + upper rank's, which is the pairwise tree's order (support/rank_tree.h)
     // for every element. Then the rounds run backwards, each rank sending the range it holds.
-    // 2 (p - 1) / p of the data per rank, each round with one peer: on 4 ranks sharing 2 cores
-    // this took 0.97-1.05x MPI_Allreduce at 1 MB where the rank-order pattern below took
-    // 0.72-1.11x (bench/dist_patterns). A descriptions-only round comes first, so a mismatched
-    // collective is an error on every rank before any payload moves.
-    if (size_ >= 4 && (size_ & (size_ - 1)) == 0) {
+    // 2 (p - 1) / p of the data per rank, each round with one peer. From 256 KB: on 4 ranks
+    // sharing 2 cores of an AMD EPYC VM (bench/dist_patterns) this pattern took 0.97x
+    // MPI_Allreduce at 1 and 4 MB, where the scatter below took 0.75-0.79x; at 64 KB it took
+    // 0.70x and the scatter 0.80x (its rounds are fewer). A descriptions-only round comes first,
+    // so a mismatched collective is an error on every rank before any payload moves.
+    if (size_ >= 4 && (size_ & (size_ - 1)) == 0 && bytes >= (size_t{256} << 10)) {
       Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
       char* const got = Scratch((static_cast<size_t>(n) / 2 + 1) * elem_bytes);
       std::vector<size_t>& ranges = pad.displs;  // each round's [lo, hi), in elements

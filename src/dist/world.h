@@ -39,17 +39,18 @@ class World {
                  int64_t timeout_ms);
 
   // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
-  // bits of a sequential fold in rank order: `fold(out, values, count, n)` sets out[i] to
-  // (values[0][i] op values[1][i]) op ... op values[count - 1][i], rounded after each op; out may
-  // be one of the values. Up to 64 KB to every peer: one exchange of every rank's values;
-  // larger: rank c gets the c-th chunk from every rank, folds it, and sends it to every rank
-  // (2 (p - 1) / p of the data per rank, as a ring allreduce moves). `sig` and `where` as for
-  // AllGather.
+  // bits of the pairwise tree over the ranks (support/rank_tree.h): `fold(out, values, count, n)`
+  // sets out[i] to the tree of values[0][i], ..., values[count - 1][i], rounded after each op;
+  // out may be one of the values. Up to 64 KB to every peer: one exchange of every rank's
+  // values; from 256 KB on 4, 8, ... ranks: recursive halving and doubling, folding two values at a
+  // time; larger, otherwise: rank c gets the c-th chunk from every rank, folds it, and sends it
+  // to every rank. Both move 2 (p - 1) / p of the data per rank, as a ring allreduce does. `sig`
+  // and `where` as for AllGather.
   using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
   void AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
 
-  // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded in rank order
+  // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded (the tree)
   // into the n elements at `out` (which may not overlap `data`). `fold`, `sig` and `where` as for
   // AllReduce.
   void ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
@@ -110,8 +111,8 @@ class World {
   // per peer, and no payload waiting for its receive). A peer late past `deadline` is an error.
   void Transfer(std::string_view where, const std::vector<Peer>& peers,
                 std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
-  // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` and folds them in
-  // rank order into `out` (counts[c] a multiple of elem_bytes). Under scratch_mu_.
+  // Rank c gets bytes [displs[c], displs[c] + counts[c]) of every rank's `data` and folds them
+  // (values in rank order) into `out` (counts[c] a multiple of elem_bytes). Under scratch_mu_.
   void ScatterFold(std::string_view sig, std::string_view where, const char* data,
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,

@@ -1,7 +1,7 @@
 // The ranks of an MPI launch as the interpreter (interp::Comm) and the compiled targets
 // (targets::Collectives, targets/collectives.h) see them, over dist::World (docs/distributed.md).
-// Both fold every rank's values in rank order with the interpreter's element functions, so a
-// target's collective has the interpreter's bits.
+// Both fold the ranks' values in the interpreter's order (the pairwise tree of a sum,
+// support/rank_tree.h) with its element functions, so a target's collective has its bits.
 #pragma once
 
 #include <map>

@@ -1,6 +1,6 @@
 // How the reference interpreter's distributed ops (dist.rank, dist.world_size, tensor.allreduce;
 // docs/distributed.md) reach the other ranks of a run. The interpreter defines the collectives
-// from one primitive, every rank's value in rank order, so their semantics (the order of a sum,
+// from one primitive, every rank's value in rank order, so their semantics (the tree of a sum,
 // which NaN wins) live in the evaluator, not in a transport.
 #pragma once
 

@@ -2,7 +2,7 @@
 // dist.reduce_scatter, dist.broadcast; src/ops/ops.def) reach the other ranks of a distributed
 // run. The host queues each as a task (targets/host/launch.cc) and runs it through a Collectives:
 // the driver's over MPI (driver/mpi_comm.h), or SoloCollectives for a run alone. Each folds in
-// rank order with the interpreter's element functions, so results are the interpreter's bits.
+// the interpreter's order with its element functions, so results are the interpreter's bits.
 #pragma once
 
 #include <functional>

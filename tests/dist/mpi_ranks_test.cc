@@ -92,7 +92,7 @@ TEST_P(MpiRanks, AllreduceMatchesTheSimulatedRanksBitForBit) {
   Result<Program> prog = Program::Parse(Replace(kProgram, "DT", name), "mpi.pto");
   ASSERT_TRUE(prog.ok()) << prog.status().message();
   for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {7, 33}, {0, 4}, {64, 65},
-                                                               {600, 65}}) {
+                                                               {600, 65}, {2047, 65}}) {
     SCOPED_TRACE(std::string(name) + " " + std::to_string(n) + "x" + std::to_string(m));
     std::vector<Buf> x, s, mx;
     std::vector<std::vector<float>> rw(me.world_size, std::vector<float>(2, -1.0f));
