@@ -42,10 +42,10 @@ class World {
   // bits of the pairwise tree over the ranks (support/rank_tree.h): `fold(out, values, count, n)`
   // sets out[i] to the tree of values[0][i], ..., values[count - 1][i], rounded after each op;
   // out may be one of the values. Up to 64 KB to every peer: one exchange of every rank's
-  // values; from 256 KB on 4, 8, ... ranks: recursive halving and doubling, folding two values at a
-  // time; larger, otherwise: rank c gets the c-th chunk from every rank, folds it, and sends it
-  // to every rank. Both move 2 (p - 1) / p of the data per rank, as a ring allreduce does. `sig`
-  // and `where` as for AllGather.
+  // values; from 256 KB on 4, 8, ... ranks: recursive halving and doubling, folding two values
+  // at a time; other sizes: rank c gets the c-th chunk from every rank, folds it, and sends it
+  // to every rank. Both move 2 (p - 1) / p of the data per rank, as a ring allreduce does.
+  // `sig` and `where` as for AllGather.
   using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
   void AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);

@@ -44,7 +44,6 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   return s;
 }
 
-// Rank r's input: values whose f32 sum depends on the order, a NaN on rank 1 and -0.
 // The sum over ranks as docs/ops.md defines it, written here from the definition: a pairwise
 // tree whose left subtree holds the largest power of two of ranks below the count.
 float TreeSum(const std::vector<std::vector<float>>& in, int64_t i, int lo, int hi) {
@@ -53,6 +52,7 @@ float TreeSum(const std::vector<std::vector<float>>& in, int64_t i, int lo, int 
   return TreeSum(in, i, lo, mid) + TreeSum(in, i, mid, hi);
 }
 
+// Rank r's input: values whose f32 sum depends on the order, a NaN on rank 1 and -0.
 std::vector<float> Input(int r, int64_t n) {
   std::vector<float> x(n);
   for (int64_t i = 0; i < n; ++i)
