@@ -651,16 +651,21 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
       size_t lo = 0, hi = static_cast<size_t>(n);
       auto at = [&](size_t e) { return base + e * elem_bytes; };
       std::vector<const void*>& values = pad.Values(2);
+      auto only = [&](int peer, const Peer& p) -> const std::vector<Peer>& {  // one peer's traffic
+        std::vector<Peer>& peers = pad.Peers(size_);
+        std::fill(peers.begin(), peers.end(), Peer{});
+        peers[peer] = p;
+        return peers;
+      };
       for (int d = 1; d < size_; d *= 2) {
         const bool lower = (rank_ & d) == 0;
         const size_t mid = lo + (hi - lo) / 2;
         const size_t keep = lower ? lo : mid, keep_end = lower ? mid : hi;
         const size_t give = lower ? mid : lo, give_end = lower ? hi : mid;
-        std::vector<Peer>& peers = pad.Peers(size_);
-        std::fill(peers.begin(), peers.end(), Peer{});
-        peers[rank_ ^ d] = {at(give), (give_end - give) * elem_bytes, got,
-                            (keep_end - keep) * elem_bytes};
-        Transfer(where, peers, deadline, timeout_ms);
+        Transfer(where,
+                 only(rank_ ^ d, {at(give), (give_end - give) * elem_bytes, got,
+                                  (keep_end - keep) * elem_bytes}),
+                 deadline, timeout_ms);
         values[0] = lower ? at(keep) : got;
         values[1] = lower ? got : at(keep);
         fold(at(keep), values.data(), 2, static_cast<int64_t>(keep_end - keep));
@@ -671,11 +676,10 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
         const size_t up_hi = ranges.back(), up_lo = ranges[ranges.size() - 2];
         ranges.resize(ranges.size() - 2);
         const size_t other = lo == up_lo ? hi : up_lo, other_end = lo == up_lo ? up_hi : lo;
-        std::vector<Peer>& peers = pad.Peers(size_);
-        std::fill(peers.begin(), peers.end(), Peer{});
-        peers[rank_ ^ d] = {at(lo), (hi - lo) * elem_bytes, at(other),
-                            (other_end - other) * elem_bytes};
-        Transfer(where, peers, deadline, timeout_ms);
+        Transfer(where,
+                 only(rank_ ^ d, {at(lo), (hi - lo) * elem_bytes, at(other),
+                                  (other_end - other) * elem_bytes}),
+                 deadline, timeout_ms);
         lo = up_lo, hi = up_hi;
       }
       return;

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "ptox/dist.h"
 #include "ptox/ptox.h"
+#include "tests/common/tree_sum.h"
 
 namespace ptox::testing {
 namespace {
@@ -42,14 +42,6 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
   return s;
-}
-
-// The sum over ranks as docs/ops.md defines it, written here from the definition: a pairwise
-// tree whose left subtree holds the largest power of two of ranks below the count.
-float TreeSum(const std::vector<std::vector<float>>& in, int64_t i, int lo, int hi) {
-  if (hi - lo == 1) return in[lo][i];
-  const int mid = lo + static_cast<int>(std::bit_floor(static_cast<unsigned>(hi - lo - 1)));
-  return TreeSum(in, i, lo, mid) + TreeSum(in, i, mid, hi);
 }
 
 // Rank r's input: values whose f32 sum depends on the order, a NaN on rank 1 and -0.
@@ -130,7 +122,7 @@ TEST_P(MpiRanks, AllreduceMatchesTheSimulatedRanksBitForBit) {
     EXPECT_EQ(got_rw, rw[me.rank]);
     if (dt == DType::kF32) {  // and against the tree computed here
       for (int64_t i = 0; i < n * m; ++i) {
-        const float sum = TreeSum(in, i, 0, me.world_size);
+        const float sum = test::TreeSum(0, me.world_size, [&](int r) { return in[r][i]; });
         uint32_t want;
         std::memcpy(&want, &sum, 4);
         EXPECT_EQ(got_s.w[i], want) << "element " << i;

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "ptox/ptox.h"
+#include "tests/common/tree_sum.h"
 
 namespace ptox::testing {
 namespace {
@@ -54,15 +54,6 @@ std::vector<std::vector<Arg>> XyPerRank(std::vector<std::vector<float>>& x,
   return args;
 }
 
-// The sum over ranks as docs/ops.md defines it, written here from the definition: a pairwise
-// tree whose left subtree holds the largest power of two of ranks below the count.
-template <typename Value>
-float TreeSum(int lo, int hi, const Value& v) {
-  if (hi - lo == 1) return v(lo);
-  const int mid = lo + static_cast<int>(std::bit_floor(static_cast<unsigned>(hi - lo - 1)));
-  return TreeSum(lo, mid, v) + TreeSum(mid, hi, v);
-}
-
 uint32_t Bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -97,7 +88,7 @@ TEST(DistInterp, AllreduceSumIsTheTreeAndMaxKeepsTheFirstNaN) {
           in_order = in_order + y;
           mx = std::isnan(mx) ? mx : std::isnan(y) ? y : (y > mx ? y : mx);
         }
-        const float sum = TreeSum(0, ranks, [&](int r) { return rk[r].x[i]; });
+        const float sum = test::TreeSum(0, ranks, [&](int r) { return rk[r].x[i]; });
         differs += Bits(sum) != Bits(in_order);
         for (int r = 0; r < ranks; ++r) {
           EXPECT_EQ(Bits(rk[r].s[i]), Bits(sum)) << "sum, rank " << r << ", element " << i;
@@ -186,7 +177,7 @@ TEST(DistInterp, AllgatherReduceScatterAndBroadcast) {
             const float y = rk[q].big[at];
             mx = std::isnan(mx) ? mx : std::isnan(y) ? y : (y > mx ? y : mx);
           }
-          const float sum = TreeSum(0, ranks, [&](int q) { return rk[q].big[at]; });
+          const float sum = test::TreeSum(0, ranks, [&](int q) { return rk[q].big[at]; });
           EXPECT_EQ(Bits(rk[r].s[i]), Bits(sum)) << "reduce_scatter sum, rank " << r << ", " << i;
           EXPECT_EQ(Bits(rk[r].m[i]), Bits(mx)) << "reduce_scatter max, rank " << r << ", " << i;
         }
