@@ -641,10 +641,12 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
     // 2 (p - 1) / p of the data per rank, each round with one peer. From 256 KB: on 4 ranks
     // sharing 2 cores of an AMD EPYC VM (bench/dist_patterns) this pattern took 0.97x
     // MPI_Allreduce at 1 and 4 MB, where the scatter below took 0.75-0.79x; at 64 KB it took
-    // 0.70x and the scatter 0.80x (its rounds are fewer). A descriptions-only round comes first,
-    // so a mismatched collective is an error on every rank before any payload moves.
+    // 0.70x and the scatter 0.80x (its rounds are fewer). The first round is an Exchange: the
+    // description goes to every rank, the payload to the partner only, and the partner's payload
+    // is received only once its description matched, so a mismatched collective is an error on
+    // every rank before any payload lands, one round fewer than a descriptions-only round ahead
+    // of the halving.
     if (size_ >= 4 && (size_ & (size_ - 1)) == 0 && bytes >= (size_t{256} << 10)) {
-      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
       char* const got = Scratch((static_cast<size_t>(n) / 2 + 1) * elem_bytes);
       std::vector<size_t>& ranges = pad.displs;  // each round's [lo, hi), in elements
       ranges.clear();
@@ -662,10 +664,12 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
         const size_t mid = lo + (hi - lo) / 2;
         const size_t keep = lower ? lo : mid, keep_end = lower ? mid : hi;
         const size_t give = lower ? mid : lo, give_end = lower ? hi : mid;
-        Transfer(where,
-                 only(rank_ ^ d, {at(give), (give_end - give) * elem_bytes, got,
-                                  (keep_end - keep) * elem_bytes}),
-                 deadline, timeout_ms);
+        const std::vector<Peer>& peers = only(rank_ ^ d, {at(give), (give_end - give) * elem_bytes,
+                                                          got, (keep_end - keep) * elem_bytes});
+        if (d == 1)
+          Exchange(sig, where, peers, deadline, timeout_ms);
+        else
+          Transfer(where, peers, deadline, timeout_ms);
         values[0] = lower ? at(keep) : got;
         values[1] = lower ? got : at(keep);
         fold(at(keep), values.data(), 2, static_cast<int64_t>(keep_end - keep));

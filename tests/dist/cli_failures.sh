@@ -62,7 +62,8 @@ expect "a rank that skips a collective times the others out" "not every rank rea
   env PTOX_DIST_TIMEOUT_MS=2000 "${launch[@]}" -x PTOX_DIST_TIMEOUT_MS -np 2 "$ptox" run "$dir/skip.pto"
 expect "mismatched shapes on the CPU target too" "collective mismatch: rank . passed allreduce sum f32 . to dist.allreduce" \
   "${launch[@]}" -np 1 "$ptox" run "$dir/four.pto" --target=cpu : -np 1 "$ptox" run "$dir/five.pto" --target=cpu
-# 320 KB: on 4 ranks the CPU target's allreduce halves recursively, after a descriptions-only round.
+# 320 KB: on 4 ranks the CPU target's allreduce halves recursively; its first round carries the
+# descriptions to every rank and the payload to the partner (rank 3, the odd one, is rank 2's).
 sed 's/tensor<4xf32>/tensor<80000xf32>/g' "$dir/four.pto" >"$dir/big.pto"
 sed 's/tensor<4xf32>/tensor<80001xf32>/g' "$dir/four.pto" >"$dir/big1.pto"
 expect "mismatched large shapes on 4 ranks" "collective mismatch: rank . passed allreduce sum f32 .* to dist.allreduce" \
