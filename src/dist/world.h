@@ -9,12 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ptox::dist {
+
+class NodeSegment;
 
 class World {
  public:
@@ -41,12 +44,16 @@ class World {
   // Reduces the `n` elements of `elem_bytes` bytes at `data` in place over every rank, with the
   // bits of the pairwise tree over the ranks (support/rank_tree.h): `fold(out, values, count, n)`
   // sets out[i] to the tree of values[0][i], ..., values[count - 1][i], rounded after each op;
-  // out may be one of the values. Up to 64 KB to every peer: one exchange of every rank's
-  // values; from 256 KB on 4, 8, ... ranks: recursive halving and doubling, folding two values
-  // at a time; other sizes: rank c gets the c-th chunk from every rank, folds it, and sends it
-  // to every rank. Both move 2 (p - 1) / p of the data per rank, as a ring allreduce does.
-  // `sig` and `where` as for AllGather.
+  // out may be one of the values. When every rank runs on this machine, from kNodeBytes (on 2
+  // ranks up to kNodeMaxBytes2): through memory every rank maps (NodeSegment; world.cc), unless
+  // PTOX_DIST_SHM=0 (which must then be set on every rank). Otherwise, up to 64 KB to every
+  // peer: one exchange of every rank's values; from 256 KB on 4, 8, ... ranks: recursive
+  // halving and doubling, folding two values at a time; other sizes: rank c gets the c-th chunk
+  // from every rank, folds it, and sends it to every rank. Both move 2 (p - 1) / p of the data
+  // per rank, as a ring allreduce does. `sig` and `where` as for AllGather.
   using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
+  static constexpr size_t kNodeBytes = size_t{16} << 10;
+  static constexpr size_t kNodeMaxBytes2 = size_t{1} << 20;
   void AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
 
@@ -117,6 +124,10 @@ class World {
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // AllReduce through the node segment (world.cc). Under scratch_mu_.
+  void NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
+                     int elem_bytes, const Fold& fold,
+                     std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // Runs the collective `body` unless an earlier one failed (then throws); when `body` throws,
   // records the failure and abandons its pending requests (Abandon) before rethrowing.
   template <typename Body>
@@ -130,6 +141,9 @@ class World {
   const std::vector<Peer>& NoPayloads();  // this thread's pad's peers, every one empty
   int rank_ = 0, size_ = 1, local_size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
+  bool node_shm_ = false;              // every rank is on this machine, and PTOX_DIST_SHM is not 0
+  std::unique_ptr<NodeSegment> node_;  // mapped by the first NodeAllReduce (under scratch_mu_)
+  int node_parity_ = 0;                // the slot the last NodeAllReduce piece used
   std::mutex scratch_mu_;
   std::vector<char> scratch_;  // what the other ranks sent (under scratch_mu_)
   std::atomic<bool> failed_{false};  // a collective failed here (see Guarded)

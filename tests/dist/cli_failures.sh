@@ -62,12 +62,35 @@ expect "a rank that skips a collective times the others out" "not every rank rea
   env PTOX_DIST_TIMEOUT_MS=2000 "${launch[@]}" -x PTOX_DIST_TIMEOUT_MS -np 2 "$ptox" run "$dir/skip.pto"
 expect "mismatched shapes on the CPU target too" "collective mismatch: rank . passed allreduce sum f32 . to dist.allreduce" \
   "${launch[@]}" -np 1 "$ptox" run "$dir/four.pto" --target=cpu : -np 1 "$ptox" run "$dir/five.pto" --target=cpu
-# 320 KB: on 4 ranks the CPU target's allreduce halves recursively; its first round carries the
-# descriptions to every rank and the payload to the partner (rank 3, the odd one, is rank 2's).
+# 320 KB: on one machine the CPU target's allreduce goes through shared memory, which the first
+# one maps only after the descriptions matched; with PTOX_DIST_SHM=0 on 4 ranks it halves
+# recursively, and its first round carries the descriptions to every rank and the payload to
+# the partner (rank 3, the odd one, is rank 2's).
 sed 's/tensor<4xf32>/tensor<80000xf32>/g' "$dir/four.pto" >"$dir/big.pto"
 sed 's/tensor<4xf32>/tensor<80001xf32>/g' "$dir/four.pto" >"$dir/big1.pto"
-expect "mismatched large shapes on 4 ranks" "collective mismatch: rank . passed allreduce sum f32 .* to dist.allreduce" \
-  "${launch[@]}" -np 3 "$ptox" run "$dir/big.pto" --target=cpu : -np 1 "$ptox" run "$dir/big1.pto" --target=cpu
+for shm in 1 0; do
+  expect "mismatched large shapes on 4 ranks (PTOX_DIST_SHM=$shm)" \
+    "collective mismatch: rank . passed allreduce sum f32 .* to dist.allreduce" \
+    env PTOX_DIST_SHM=$shm "${launch[@]}" -x PTOX_DIST_SHM -np 3 "$ptox" run "$dir/big.pto" \
+    --target=cpu : -np 1 "$ptox" run "$dir/big1.pto" --target=cpu
+done
+# Once the shared memory is mapped, a rank copies its values in before the descriptions are
+# checked: the second allreduce, 320 KB on rank 0 and 16 bytes on rank 1 (another algorithm
+# there), is still an error on both.
+cat >"$dir/twice.pto" <<'PTO'
+func @f(%x: in tensor<80000xf32>, %z: in tensor<80000xf32>, %y: out tensor<80000xf32>,
+        %w: out tensor<80000xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+  %b = tensor.allreduce %z {op = "sum"}
+  tensor.store %b, %w
+}
+PTO
+sed '1s/%z: in tensor<80000xf32>/%z: in tensor<4xf32>/; 2s/tensor<80000xf32>/tensor<4xf32>/' \
+  "$dir/twice.pto" >"$dir/twice1.pto"
+expect "a mismatch after the shared memory is mapped" \
+  "collective mismatch: rank . passed allreduce sum f32 .* to dist.allreduce" \
+  "${launch[@]}" -np 1 "$ptox" run "$dir/twice.pto" --target=cpu : -np 1 "$ptox" run "$dir/twice1.pto" --target=cpu
 
 # And runs that work: 2 ranks, rank 0 reports, ends with OK, the same on both targets.
 for target in interp cpu; do

@@ -14,6 +14,7 @@
 
 #include "ptox/dist.h"
 #include "ptox/ptox.h"
+#include "tests/common/half.h"
 #include "tests/common/tree_sum.h"
 
 namespace ptox::testing {
@@ -359,6 +360,65 @@ func @f(%x: in tensor<{N}xf32>, %g: out tensor<{G}xf32>) {
     for (int64_t r = 0; r < w; ++r)
       for (int64_t i = 0; i < n; ++i) wrong += g[r * n + i] != value(r, i);
     EXPECT_EQ(wrong, 0) << target;
+  }
+}
+
+// An allreduce on one machine moves its values through shared memory in pieces of at most
+// dist::NodeSegment::kSlotBytes (4 MiB; dist::World::AllReduce): f32 in three pieces and f16 in
+// two, the last a few elements whose chunks differ in size. The CPU target's result against the
+// tree computed here (f16: every op rounded, so the order shows).
+TEST(MpiRanksLarge, AllreduceInSeveralPiecesMatchesTheTree) {
+  const RankInfo me = ThisRank();
+  ASSERT_GT(me.world_size, 1);
+  const int w = me.world_size;
+  for (const DType dt : {DType::kF32, DType::kF16}) {
+    const bool f32 = dt == DType::kF32;
+    const int64_t n = (int64_t{2} << 20) + 4099;  // f32: 8 MiB and 16 KiB; f16: 4 MiB and 8 KiB
+    SCOPED_TRACE(f32 ? "f32" : "f16");
+    Result<Program> prog = Program::Parse(Replace(R"(
+func @f(%y: inout tensor<{N}xDT>) {
+  dist.allreduce %y {op = "sum"}
+}
+)",
+                                                  "DT", f32 ? "f32" : "f16"),
+                                          "pieces.pto");
+    ASSERT_TRUE(prog.ok()) << prog.status().message();
+    std::vector<std::vector<float>> in;
+    std::vector<Buf> x;
+    for (int r = 0; r < w; ++r) {
+      in.push_back(Input(r, n));
+      x.emplace_back(dt, n);
+      Fill(x.back(), r, in.back());
+    }
+    Buf y = x[me.rank];
+    Status st = ptox::Run(*prog, {Tensor::Contiguous(y.data(), dt, {n})}, {.target = "cpu"});
+    ASSERT_TRUE(st.ok()) << st.message();
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      bool same;
+      if (f32) {
+        const float sum = test::TreeSum(0, w, [&](int r) { return in[r][i]; });
+        uint32_t want;
+        std::memcpy(&want, &sum, 4);
+        same = y.w[i] == want;
+      } else {
+        const test::Half sum = test::TreeFold(
+            0, w,
+            [&](int r) {
+              test::Half h;
+              std::memcpy(&h, &x[r].h[i], 2);
+              return h;
+            },
+            [](test::Half a, test::Half b) {
+              return static_cast<test::Half>(static_cast<float>(a) + static_cast<float>(b));
+            });
+        uint16_t want;
+        std::memcpy(&want, &sum, 2);
+        same = y.h[i] == want;
+      }
+      if (!same && wrong++ == 0) first = i;
+    }
+    EXPECT_EQ(wrong, 0) << "first at element " << first << " of " << n;
   }
 }
 
