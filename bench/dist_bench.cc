@@ -10,11 +10,13 @@
 // then a ptox program whose loop holds `dist.allreduce %y {op = "sum"}` / `dist.allgather %g, %x`
 // on the CPU target (one Run, so launching the program is spread over the K collectives). Time
 // per collective is the slowest rank's, median of the repetitions; "ptox / raw" is the median of
-// the repetitions' ratios (raw and ptox run back to back in each, so the ratio sees the same
-// machine: this VM's speed drifts by 2x over minutes). The message size is the allreduce's buffer
-// and each rank's allgather contribution. Bus bandwidth counts 2 (p - 1) / p of the allreduce's
-// message per rank and (p - 1) / p of the allgather's result, as osu and nccl-tests do. The
-// memory ceiling beside them: STREAM triad on rank 0, one thread, in the same run.
+// the repetitions' ratios, and "ptox extra" the median of their differences (raw and ptox run
+// back to back in each, so both see the same machine: this VM's speed drifts by 2x over minutes,
+// and the difference of two medians taken apart swung by 10 us at 4 KB on 4 ranks). The message
+// size is the allreduce's buffer and each rank's allgather contribution. Bus bandwidth counts 2 (p
+// - 1) / p of the allreduce's message per rank and (p - 1) / p of the allgather's result, as osu
+// and nccl-tests do. The memory ceiling beside them: STREAM triad on rank 0, one thread, in the
+// same run.
 #include <mpi.h>
 
 #include <cstdio>
@@ -62,7 +64,8 @@ struct Row {
   int64_t bytes = 0;
   int iters = 0;
   double raw_us = 0, ptox_us = 0;
-  ptox::bench::Stats ratio;  // raw time / ptox time per repetition
+  ptox::bench::Stats ratio;     // raw time / ptox time per repetition
+  ptox::bench::Stats extra_us;  // ptox time - raw time per repetition
 };
 
 }  // namespace
@@ -104,7 +107,7 @@ int main(int argc, char** argv) {
           std::max<int64_t>(4, std::min<int64_t>(1000, (int64_t{256} << 20) / bytes / 16)));
       std::vector<float> buf(n, 0.0f), all(op == "allgather" ? n * p : 0);
       Row r{op, bytes, iters};
-      std::vector<double> raw, px, ratio;
+      std::vector<double> raw, px, ratio, extra;
       for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up (and compiles the program)
         MPI_Barrier(MPI_COMM_WORLD);
         auto a = Clock::now();
@@ -129,15 +132,20 @@ int main(int argc, char** argv) {
                             {.target = "cpu"});
         if (!s.ok()) ptox::AbortRun(s.message(), 1);
         const double t_ptox = MaxOverRanks(Seconds(a, Clock::now()) / iters);
-        if (rep >= 0) raw.push_back(t_raw), px.push_back(t_ptox), ratio.push_back(t_raw / t_ptox);
+        if (rep >= 0) {
+          raw.push_back(t_raw), px.push_back(t_ptox);
+          ratio.push_back(t_raw / t_ptox), extra.push_back((t_ptox - t_raw) * 1e6);
+        }
       }
       r.raw_us = ptox::bench::Summarize(raw).median * 1e6;
       r.ptox_us = ptox::bench::Summarize(px).median * 1e6;
       r.ratio = ptox::bench::Summarize(ratio);
+      r.extra_us = ptox::bench::Summarize(extra);
       rows.push_back(r);
       if (me.rank == 0)
-        std::fprintf(stderr, "%s %10lld B: raw %9.2f us  ptox %9.2f us  %.2fx\n", op.c_str(),
-                     static_cast<long long>(bytes), r.raw_us, r.ptox_us, r.ratio.median);
+        std::fprintf(stderr, "%s %10lld B: raw %9.2f us  ptox %9.2f us  %+.2f us  %.2fx\n",
+                     op.c_str(), static_cast<long long>(bytes), r.raw_us, r.ptox_us,
+                     r.extra_us.median, r.ratio.median);
     }
   }
   if (me.rank != 0) return 0;
@@ -155,16 +163,17 @@ int main(int argc, char** argv) {
     std::snprintf(line, sizeof line,
                   "| %s | %lld | %d | %.2f | %.2f | %+.2f | %.2f | %.2f | %.2fx (%.2f-%.2f) |\n",
                   r.op.c_str(), static_cast<long long>(r.bytes), r.iters, r.raw_us, r.ptox_us,
-                  r.ptox_us - r.raw_us, busbw(r, r.raw_us), busbw(r, r.ptox_us), r.ratio.median,
+                  r.extra_us.median, busbw(r, r.raw_us), busbw(r, r.ptox_us), r.ratio.median,
                   r.ratio.min, r.ratio.max);
     table += line;
     std::snprintf(line, sizeof line,
                   "    {\"op\": \"%s\", \"bytes\": %lld, \"iters\": %d, \"raw_us\": %.3f, "
-                  "\"ptox_us\": %.3f, \"raw_bus_gbs\": %.3f, \"ptox_bus_gbs\": %.3f, "
+                  "\"ptox_us\": %.3f, \"ptox_extra_us\": %.3f, \"raw_bus_gbs\": %.3f, "
+                  "\"ptox_bus_gbs\": %.3f, "
                   "\"ptox_vs_raw\": %.4f, \"ptox_vs_raw_min\": %.4f, \"ptox_vs_raw_max\": %.4f}",
                   r.op.c_str(), static_cast<long long>(r.bytes), r.iters, r.raw_us, r.ptox_us,
-                  busbw(r, r.raw_us), busbw(r, r.ptox_us), r.ratio.median, r.ratio.min,
-                  r.ratio.max);
+                  r.extra_us.median, busbw(r, r.raw_us), busbw(r, r.ptox_us), r.ratio.median,
+                  r.ratio.min, r.ratio.max);
     rows_json += (rows_json.empty() ? "" : ",\n") + std::string(line);
   }
   char head[512];

@@ -380,11 +380,12 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
 // The first barrier is the Exchange of the descriptions, so a mismatched collective is an error
 // on every rank before any rank reads another's slot; the segment is mapped (a collective MPI
 // call that has no deadline) only after that exchange, once every rank came to this allreduce.
-// On 4 ranks sharing 2 cores of an AMD EPYC VM this took 0.52-0.75x the time of MPI_Allreduce
-// from 64 KB to 16 MB, and recursive halving 0.96-1.1x: it moves as many bytes per rank, but
-// with two barriers instead of four rounds of messages, and no copy from one process to another
-// in the kernel. On 2 ranks it moves more bytes (a copy in and out instead of half the values
-// each way), and is slower from 4 MB.
+// On 4 ranks sharing 2 cores of an AMD EPYC VM (bench/dist_bench) this ran at 1.3-2.6x raw
+// MPI_Allreduce from 16 KB to 64 MB, where the recursive halving ran at 0.86-1.01x from 1 MB: it
+// moves as many bytes per rank, but with two barriers instead of four rounds of messages, and no
+// copy from one process to another in the kernel. On 2 ranks it moves more bytes (a copy in and
+// out instead of half the values each way): 1.1-2.4x from 16 KB to 1 MB, and no faster than the
+// messages from 4 MB (kNodeMaxBytes2).
 void World::NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                           int elem_bytes, const Fold& fold,
                           std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
