@@ -13,6 +13,10 @@
 #ifdef PTOX_WITH_MPI
 #include "dist/mpi_wait.h"
 #include "dist/node_segment.h"
+#else
+namespace ptox::dist {
+class NodeSegment {};  // never made without MPI; ~World needs the type complete
+}  // namespace ptox::dist
 #endif
 
 namespace ptox::dist {
