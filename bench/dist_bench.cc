@@ -13,10 +13,10 @@
 // the repetitions' ratios, and "ptox extra" the median of their differences (raw and ptox run
 // back to back in each, so both see the same machine: this VM's speed drifts by 2x over minutes,
 // and the difference of two medians taken apart swung by 10 us at 4 KB on 4 ranks). The message
-// size is the allreduce's buffer and each rank's allgather contribution. Bus bandwidth counts 2 (p
-// - 1) / p of the allreduce's message per rank and (p - 1) / p of the allgather's result, as osu
-// and nccl-tests do. The memory ceiling beside them: STREAM triad on rank 0, one thread, in the
-// same run.
+// size is the allreduce's buffer and each rank's allgather contribution. Bus bandwidth counts
+// 2 (p - 1) / p of the allreduce's message per rank and (p - 1) / p of the allgather's result,
+// as osu and nccl-tests do. The memory ceiling beside them: STREAM triad on rank 0, one thread,
+// in the same run.
 #include <mpi.h>
 
 #include <cstdio>
