@@ -8,10 +8,7 @@
 
 namespace ptox::dist {
 
-NodeSegment::NodeSegment(std::string_view where) {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  bases_.resize(size);
+NodeSegment::NodeSegment(int size, std::string_view where) : bases_(size) {
   std::lock_guard<std::mutex> lock(MpiMutex());
   char* mine = nullptr;
   PTOX_RUNTIME_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(2 * kSlotBytes), 1,

@@ -19,8 +19,9 @@ class NodeSegment {
   // so the memory mapped stays 2 * kSlotBytes per rank whatever the size.
   static constexpr size_t kSlotBytes = size_t{4} << 20;
 
-  // Collective over MPI_COMM_WORLD, whose ranks must share one machine; an error names `where`.
-  explicit NodeSegment(std::string_view where);
+  // Collective over MPI_COMM_WORLD (`size` ranks), whose ranks must share one machine; an error
+  // names `where`.
+  NodeSegment(int size, std::string_view where);
   NodeSegment(const NodeSegment&) = delete;
   NodeSegment& operator=(const NodeSegment&) = delete;
   // The window is left to MPI_Finalize: freeing it is collective, and a rank that failed may

@@ -396,11 +396,18 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
   const bool first = !node_;
   if (first) {
     Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
-    node_ = std::make_unique<NodeSegment>(where);
+    node_ = std::make_unique<NodeSegment>(size_, where);
   }
-  auto barrier = [&] {
-    Complete([](MPI_Request* req) { return MPI_Ibarrier(MPI_COMM_WORLD, req); }, where, "allreduce",
-             rank_, deadline, timeout_ms);
+  // What every rank stored into the segment before it, every rank sees after it; with
+  // `descriptions`, the barrier is the Exchange that checks them.
+  auto barrier = [&](bool descriptions) {
+    node_->Sync();
+    if (descriptions)
+      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
+    else
+      Complete([](MPI_Request* req) { return MPI_Ibarrier(MPI_COMM_WORLD, req); }, where,
+               "allreduce", rank_, deadline, timeout_ms);
+    node_->Sync();
   };
   std::vector<const void*>& values = ThisThreadsPad().Values(size_);
   const int64_t per_piece = static_cast<int64_t>(NodeSegment::kSlotBytes) / elem_bytes;
@@ -410,18 +417,11 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
     auto lo = [&](int c) { return m * c / size_ * elem_bytes; };  // chunk c's first byte
     char* const piece = data + at * elem_bytes;
     std::memcpy(node_->slot(rank_, parity), piece, m * elem_bytes);
-    node_->Sync();
-    if (at == 0 && !first)
-      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
-    else
-      barrier();
-    node_->Sync();
+    barrier(at == 0 && !first);
     for (int r = 0; r < size_; ++r) values[r] = node_->slot(r, parity) + lo(rank_);
     fold(node_->slot(rank_, parity) + lo(rank_), values.data(), size_,
          (lo(rank_ + 1) - lo(rank_)) / elem_bytes);
-    node_->Sync();
-    barrier();
-    node_->Sync();
+    barrier(false);
     for (int c = 0; c < size_; ++c)
       std::memcpy(piece + lo(c), node_->slot(c, parity) + lo(c), lo(c + 1) - lo(c));
   }
