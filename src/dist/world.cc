@@ -377,19 +377,23 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
 
 #ifdef PTOX_WITH_MPI
 // In pieces of at most a slot. A piece: every rank copies its values into its slot; a barrier;
-// rank c folds chunk c of every rank's slot where it lies (the tree, in rank order) into its own
-// slot; a barrier; every rank copies every folded chunk out. Pieces alternate between the two
-// slots, so a rank that runs ahead into the next piece (or allreduce) writes the slot nobody
-// reads any more: the barrier after a fold means that every rank copied the piece before out.
+// then below kNodeSplitBytes every rank folds every rank's slot where it lies (the tree, in rank
+// order) into its own values, and from it rank c folds chunk c of every slot into its own slot,
+// a barrier, and every rank copies every folded chunk out. Pieces (an allreduce's, or the next
+// allreduce's) alternate between the two slots, and a rank writes one only after the barrier of
+// the piece before, which no rank reaches before it read all it reads of the piece before that,
+// the slot's last use: so a rank that runs ahead never writes values another still reads.
 // The first barrier is the Exchange of the descriptions, so a mismatched collective is an error
 // on every rank before any rank reads another's slot; the segment is mapped (a collective MPI
 // call that has no deadline) only after that exchange, once every rank came to this allreduce.
 // On 4 ranks sharing 2 cores of an AMD EPYC VM (bench/dist_bench) this ran at 1.3-2.6x raw
 // MPI_Allreduce from 16 KB to 64 MB, where the recursive halving ran at 0.86-1.01x from 1 MB: it
 // moves as many bytes per rank, but with two barriers instead of four rounds of messages, and no
-// copy from one process to another in the kernel. On 2 ranks it moves more bytes (a copy in and
-// out instead of half the values each way): 1.1-2.4x from 16 KB to 1 MB, and no faster than the
-// messages from 4 MB (kNodeMaxBytes2).
+// copy from one process to another in the kernel. At 4 KB, one barrier made of description
+// messages took 1.6-1.9x (raw MPI 34-45 us), where one exchange of the values took 0.99-1.01x;
+// at 16 KB the two ways were alike. On 2 ranks it moves more bytes (a copy in and out instead of
+// half the values each way): 1.1-2.7x from 16 KB to 1 MB, and no faster than the messages from
+// 4 MB (kNodeMaxBytes2); at 4 KB it took 0.6 us more than raw MPI, the exchange 1.7 us more.
 void World::NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                           int elem_bytes, const Fold& fold,
                           std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
@@ -410,6 +414,14 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
     node_->Sync();
   };
   std::vector<const void*>& values = ThisThreadsPad().Values(size_);
+  if (static_cast<size_t>(n) * elem_bytes < kNodeSplitBytes) {
+    const int parity = node_parity_ ^= 1;
+    std::memcpy(node_->slot(rank_, parity), data, n * elem_bytes);
+    barrier(!first);
+    for (int r = 0; r < size_; ++r) values[r] = node_->slot(r, parity);
+    fold(data, values.data(), size_, n);
+    return;
+  }
   const int64_t per_piece = static_cast<int64_t>(NodeSegment::kSlotBytes) / elem_bytes;
   for (int64_t at = 0; at < n; at += per_piece) {
     const int64_t m = std::min(per_piece, n - at);
@@ -622,7 +634,7 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
     char* const base = static_cast<char*>(data);
     std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
     Pad& pad = ThisThreadsPad();
-    if (node_shm_ && bytes >= kNodeBytes && (size_ > 2 || bytes <= kNodeMaxBytes2))
+    if (node_shm_ && (size_ > 2 || bytes <= kNodeMaxBytes2))
       return NodeAllReduce(sig, where, base, n, elem_bytes, fold, deadline, timeout_ms);
     // Small messages: every rank gets every rank's values in one round and folds all of them.
     if (bytes * (size_ - 1) <= (size_t{64} << 10)) {

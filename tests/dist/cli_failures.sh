@@ -75,8 +75,8 @@ for shm in 1 0; do
     --target=cpu : -np 1 "$ptox" run "$dir/big1.pto" --target=cpu
 done
 # Once the shared memory is mapped, a rank copies its values in before the descriptions are
-# checked: the second allreduce, 320 KB on rank 0 and 16 bytes on rank 1 (another algorithm
-# there), is still an error on both.
+# checked: the second allreduce, 320 KB on rank 0 and 16 bytes on rank 1 (where every rank
+# folds all the values, after one barrier), is still an error on both.
 cat >"$dir/twice.pto" <<'PTO'
 func @f(%x: in tensor<80000xf32>, %z: in tensor<80000xf32>, %y: out tensor<80000xf32>,
         %w: out tensor<80000xf32>) {
