@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/error.h"
+#include "support/stream_copy.h"
 
 #ifdef PTOX_WITH_MPI
 #include "dist/mpi_wait.h"
@@ -147,6 +148,8 @@ constexpr int kDataTag = 2;  // a later round's payloads (World::Transfer)
 constexpr size_t kPiece = 3584;
 constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
+constexpr size_t kNodeAllGatherBytes = size_t{1} << 20;    // on 3 or more ranks; ditto
+constexpr size_t kNodeAllGatherBytes2 = size_t{16} << 20;  // on 2 ranks; ditto
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent (computed, not
 // stored: an exchange runs per collective, and each allocation of its own was a cache miss more
@@ -376,6 +379,25 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
 #endif
 
 #ifdef PTOX_WITH_MPI
+bool World::MapNode(std::string_view sig, std::string_view where,
+                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
+  if (node_) return false;
+  Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
+  node_ = std::make_unique<NodeSegment>(size_, where);
+  return true;
+}
+
+void World::NodeBarrier(std::string_view sig, std::string_view where, bool descriptions,
+                        std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
+  node_->Sync();
+  if (descriptions)
+    Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
+  else
+    Complete([](MPI_Request* req) { return MPI_Ibarrier(MPI_COMM_WORLD, req); }, where,
+             "collective", rank_, deadline, timeout_ms);
+  node_->Sync();
+}
+
 // In pieces of at most a slot. A piece: every rank copies its values into its slot; a barrier;
 // then below kNodeSplitBytes every rank folds every rank's slot where it lies (the tree, in rank
 // order) into its own values, and from it rank c folds chunk c of every slot into its own slot,
@@ -397,21 +419,9 @@ void World::ScatterFold(std::string_view sig, std::string_view where, const char
 void World::NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                           int elem_bytes, const Fold& fold,
                           std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
-  const bool first = !node_;
-  if (first) {
-    Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
-    node_ = std::make_unique<NodeSegment>(size_, where);
-  }
-  // What every rank stored into the segment before it, every rank sees after it; with
-  // `descriptions`, the barrier is the Exchange that checks them.
+  const bool first = MapNode(sig, where, deadline, timeout_ms);
   auto barrier = [&](bool descriptions) {
-    node_->Sync();
-    if (descriptions)
-      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);
-    else
-      Complete([](MPI_Request* req) { return MPI_Ibarrier(MPI_COMM_WORLD, req); }, where,
-               "allreduce", rank_, deadline, timeout_ms);
-    node_->Sync();
+    NodeBarrier(sig, where, descriptions, deadline, timeout_ms);
   };
   std::vector<const void*>& values = ThisThreadsPad().Values(size_);
   if (static_cast<size_t>(n) * elem_bytes < kNodeSplitBytes) {
@@ -436,6 +446,26 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
     barrier(false);
     for (int c = 0; c < size_; ++c)
       std::memcpy(piece + lo(c), node_->slot(c, parity) + lo(c), lo(c + 1) - lo(c));
+  }
+}
+#endif
+
+#ifdef PTOX_WITH_MPI
+// In pieces of at most a slot, alternating between the two as NodeAllReduce's: every rank copies
+// its piece into its slot; a barrier (the first the descriptions' Exchange); every rank copies
+// every rank's piece out, its own from `x`. The copies out stream (StreamCopy): the output is
+// written once and is larger than a cache.
+void World::NodeAllGather(std::string_view sig, std::string_view where, const char* x, size_t bytes,
+                          char* out, std::chrono::steady_clock::time_point deadline,
+                          int64_t timeout_ms) {
+  const bool first = MapNode(sig, where, deadline, timeout_ms);
+  for (size_t at = 0; at < bytes; at += NodeSegment::kSlotBytes) {
+    const size_t m = std::min(NodeSegment::kSlotBytes, bytes - at);
+    const int parity = node_parity_ ^= 1;
+    std::memcpy(node_->slot(rank_, parity), x + at, m);
+    NodeBarrier(sig, where, at == 0 && !first, deadline, timeout_ms);
+    for (int r = 0; r < size_; ++r)
+      StreamCopy(out + r * bytes + at, r == rank_ ? x + at : node_->slot(r, parity), m);
   }
 }
 #endif
@@ -551,11 +581,24 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     };
     if (size_ == 1) return copy_own();
 #ifdef PTOX_WITH_MPI
-    // From 8 MiB a rank, once the descriptions matched, MPI's own non-blocking allgather moves the
-    // values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with
-    // the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below it, MPI_Iallgather ran at
-    // 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x. Not when x lies in the output.
-    if (bytes >= kNativeAllGatherBytes && !(x < o + bytes * size_ && o < x + bytes)) {
+    // Not when x lies in the output: when every rank is on this machine, from 1 MiB a rank (on 2
+    // ranks 16 MiB), through the node segment (NodeAllGather). On an AMD EPYC VM (2 cores), in a
+    // throwaway benchmark of plain MPI calls, its pattern took 0.75-0.79x MPI_Allgather's time
+    // from 16 to 64 MiB on 2 ranks, where MPI's ran at parity with point-to-point messages (its
+    // copy moves each byte once, by the kernel, but through the cache); on 2 ranks at 4 MiB the
+    // messages were faster (0.87 against 1.02 ms), at 8 MiB alike. On 4 ranks on 2 cores it took
+    // 0.50-0.68x from 1 to 64 MiB. Otherwise, from 8 MiB a rank, once the descriptions matched,
+    // MPI's own non-blocking allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw
+    // MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2
+    // cores: 1.3-1.5x). Below it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange
+    // at 0.93-0.98x.
+    const bool x_in_out = x < o + bytes * size_ && o < x + bytes;
+    if (node_shm_ && bytes >= (size_ > 2 ? kNodeAllGatherBytes : kNodeAllGatherBytes2) &&
+        !x_in_out) {
+      std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
+      return NodeAllGather(sig, where, x, bytes, o, Deadline(timeout_ms), timeout_ms);
+    }
+    if (bytes >= kNativeAllGatherBytes && !x_in_out) {
       const auto deadline = Deadline(timeout_ms);
       Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
       const int count = Count(bytes, where);

@@ -125,6 +125,18 @@ class World {
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // Maps the node segment unless it is mapped, once the descriptions matched (an Exchange):
+  // whether it did. Under scratch_mu_.
+  bool MapNode(std::string_view sig, std::string_view where,
+               std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // A barrier over every rank, with the node segment's MPI_Win_sync on both sides: what every
+  // rank stored into the segment before it, every rank sees after it. With `descriptions`, it is
+  // the Exchange that checks them. Under scratch_mu_.
+  void NodeBarrier(std::string_view sig, std::string_view where, bool descriptions,
+                   std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // AllGather through the node segment (world.cc); x does not overlap out. Under scratch_mu_.
+  void NodeAllGather(std::string_view sig, std::string_view where, const char* x, size_t bytes,
+                     char* out, std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // AllReduce through the node segment (world.cc). Under scratch_mu_.
   void NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                      int elem_bytes, const Fold& fold,

@@ -333,13 +333,18 @@ func @f(%x: in tensor<{N}x3xf32>, %g: out tensor<{G}x3xf32>, %h: out tensor<{H}x
   EXPECT_EQ(sim[me.rank][1][1], inputs(me.rank)[1][1]);  // an odd column is not in the view
 }
 
-// An allgather of 8 MiB and more a rank takes MPI's own non-blocking allgather after the
-// descriptions (dist::World::AllGather): every rank's values land in its block, on the
-// interpreter and on the CPU target.
-TEST(MpiRanksLarge, AllgatherOfManyMegabytesARank) {
+// An allgather of megabytes a rank (dist::World::AllGather): on one machine through shared memory
+// in pieces of 4 MiB (4 ranks: both sizes; 2 ranks: 16 MiB), otherwise (2 ranks: 8 MiB; and
+// with PTOX_DIST_SHM=0) MPI's own non-blocking allgather after the descriptions. Every rank's
+// values land in its block, on the interpreter and on the CPU target, the last piece a few
+// elements.
+class MpiAllgatherLarge : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(MiB, MpiAllgatherLarge, ::testing::Values(8, 16));
+
+TEST_P(MpiAllgatherLarge, ManyMegabytesARank) {
   const RankInfo me = ThisRank();
   ASSERT_GT(me.world_size, 1);
-  const int64_t w = me.world_size, n = (int64_t{8} << 20) / 4 + 5;
+  const int64_t w = me.world_size, n = (GetParam() << 20) / 4 + 5;
   Result<Program> prog = Program::Parse(R"(
 func @f(%x: in tensor<{N}xf32>, %g: out tensor<{G}xf32>) {
   dist.allgather %g, %x
