@@ -398,24 +398,27 @@ void World::NodeBarrier(std::string_view sig, std::string_view where, bool descr
   node_->Sync();
 }
 
-// In pieces of at most a slot. A piece: every rank copies its values into its slot; a barrier;
-// then below kNodeSplitBytes every rank folds every rank's slot where it lies (the tree, in rank
-// order) into its own values, and from it rank c folds chunk c of every slot into its own slot,
-// a barrier, and every rank copies every folded chunk out. Pieces (an allreduce's, or the next
-// allreduce's) alternate between the two slots, and a rank writes one only after the barrier of
-// the piece before, which no rank reaches before it read all it reads of the piece before that,
-// the slot's last use: so a rank that runs ahead never writes values another still reads.
-// The first barrier is the Exchange of the descriptions, so a mismatched collective is an error
-// on every rank before any rank reads another's slot; the segment is mapped (a collective MPI
-// call that has no deadline) only after that exchange, once every rank came to this allreduce.
+// In pieces of at most a slot. Below kNodeSplitBytes: every rank copies its values into its slot;
+// a barrier; every rank folds every rank's slot where it lies (the tree, in rank order) into its
+// own values. From it, rank c owns chunk c: every rank copies the chunks it does not own into its
+// slot; a barrier; rank c folds its own chunk c and chunk c of every other slot into its slot and
+// copies that back into its values; a barrier; every rank copies the chunks others folded out.
+// Pieces (an allreduce's, or the next collective's) alternate between the two slots, and a rank
+// writes one only after the barrier of the piece before, which no rank reaches before it read
+// all it reads of the piece before that, the slot's last use: so a rank that runs ahead never
+// writes values another still reads. The first barrier is the Exchange of the descriptions, so a
+// mismatched collective is an error on every rank before any rank reads another's slot; the
+// segment is mapped (a collective MPI call that has no deadline) only after that exchange, once
+// every rank came to this collective.
 // On 4 ranks sharing 2 cores of an AMD EPYC VM (bench/dist_bench) this ran at 1.3-2.6x raw
 // MPI_Allreduce from 16 KB to 64 MB, where the recursive halving ran at 0.86-1.01x from 1 MB: it
 // moves as many bytes per rank, but with two barriers instead of four rounds of messages, and no
-// copy from one process to another in the kernel. At 4 KB, one barrier made of description
-// messages took 1.6-1.9x (raw MPI 34-45 us), where one exchange of the values took 0.99-1.01x;
-// at 16 KB the two ways were alike. On 2 ranks it moves more bytes (a copy in and out instead of
-// half the values each way): 1.1-2.7x from 16 KB to 1 MB, and no faster than the messages from
-// 4 MB (kNodeMaxBytes2); at 4 KB it took 0.6 us more than raw MPI, the exchange 1.7 us more.
+// copy from one process to another in the kernel. On 2 ranks, 1.3-1.5x from 1 to 4 MB and
+// 1.1x at 16 MB, where the messages ran at 0.97-1.06x; copying the own chunk in and out as well
+// (a copy of every value in, and out) took 1.2-1.3x at 4 MB and 0.97-1.03x at 16 MB. At 4 KB,
+// one barrier made of description messages took 1.6-1.9x on 4 ranks (raw MPI 34-45 us) where one
+// exchange of the values took 0.99-1.01x; on 2 ranks 0.5-0.8 us more than raw MPI in quiet runs,
+// the exchange 1.1-1.8 us more. At 16 KB one barrier and two were alike.
 void World::NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                           int elem_bytes, const Fold& fold,
                           std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
@@ -438,14 +441,17 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
     const int parity = node_parity_ ^= 1;
     auto lo = [&](int c) { return m * c / size_ * elem_bytes; };  // chunk c's first byte
     char* const piece = data + at * elem_bytes;
-    std::memcpy(node_->slot(rank_, parity), piece, m * elem_bytes);
+    char* const own = node_->slot(rank_, parity);
+    for (int c = 0; c < size_; ++c)
+      if (c != rank_) std::memcpy(own + lo(c), piece + lo(c), lo(c + 1) - lo(c));
     barrier(at == 0 && !first);
-    for (int r = 0; r < size_; ++r) values[r] = node_->slot(r, parity) + lo(rank_);
-    fold(node_->slot(rank_, parity) + lo(rank_), values.data(), size_,
-         (lo(rank_ + 1) - lo(rank_)) / elem_bytes);
+    for (int r = 0; r < size_; ++r)
+      values[r] = (r == rank_ ? piece : node_->slot(r, parity)) + lo(rank_);
+    fold(own + lo(rank_), values.data(), size_, (lo(rank_ + 1) - lo(rank_)) / elem_bytes);
+    std::memcpy(piece + lo(rank_), own + lo(rank_), lo(rank_ + 1) - lo(rank_));
     barrier(false);
     for (int c = 0; c < size_; ++c)
-      std::memcpy(piece + lo(c), node_->slot(c, parity) + lo(c), lo(c + 1) - lo(c));
+      if (c != rank_) std::memcpy(piece + lo(c), node_->slot(c, parity) + lo(c), lo(c + 1) - lo(c));
   }
 }
 #endif
@@ -677,7 +683,7 @@ void World::AllReduce(std::string_view sig, std::string_view where, void* data, 
     char* const base = static_cast<char*>(data);
     std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
     Pad& pad = ThisThreadsPad();
-    if (node_shm_ && (size_ > 2 || bytes <= kNodeMaxBytes2))
+    if (node_shm_)
       return NodeAllReduce(sig, where, base, n, elem_bytes, fold, deadline, timeout_ms);
     // Small messages: every rank gets every rank's values in one round and folds all of them.
     if (bytes * (size_ - 1) <= (size_t{64} << 10)) {

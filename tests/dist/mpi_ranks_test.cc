@@ -369,8 +369,8 @@ func @f(%x: in tensor<{N}xf32>, %g: out tensor<{G}xf32>) {
 }
 
 // An allreduce on one machine moves its values through shared memory in pieces of at most
-// dist::NodeSegment::kSlotBytes (4 MiB; dist::World::AllReduce): on 4 ranks f32 in three pieces
-// and f16 in two, the last a few elements whose chunks differ in size (on 2 ranks these sizes go
+// dist::NodeSegment::kSlotBytes (4 MiB; dist::World::AllReduce): f32 in three pieces and f16 in
+// two, the last a few elements whose chunks differ in size (with PTOX_DIST_SHM=0 these sizes go
 // by messages). The CPU target's result against the tree computed here (f16: every op rounded,
 // so the order shows).
 TEST(MpiRanksLarge, AllreduceInSeveralPiecesMatchesTheTree) {
