@@ -148,7 +148,6 @@ constexpr int kDataTag = 2;  // a later round's payloads (World::Transfer)
 constexpr size_t kPiece = 3584;
 constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
-constexpr size_t kNodeAllGatherBytes = size_t{1} << 20;    // on 3 or more ranks; ditto
 constexpr size_t kNodeAllGatherBytes2 = size_t{16} << 20;  // on 2 ranks; ditto
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent (computed, not
@@ -587,20 +586,21 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     };
     if (size_ == 1) return copy_own();
 #ifdef PTOX_WITH_MPI
-    // Not when x lies in the output: when every rank is on this machine, from 1 MiB a rank (on 2
-    // ranks 16 MiB), through the node segment (NodeAllGather). On an AMD EPYC VM (2 cores), in a
+    // Not when x lies in the output: when every rank is on this machine (on 2 ranks from 16 MiB
+    // a rank), through the node segment (NodeAllGather). On an AMD EPYC VM (2 cores), in a
     // throwaway benchmark of plain MPI calls, its pattern took 0.75-0.79x MPI_Allgather's time
     // from 16 to 64 MiB on 2 ranks, where MPI's ran at parity with point-to-point messages (its
     // copy moves each byte once, by the kernel, but through the cache); on 2 ranks at 4 MiB the
     // messages were faster (0.87 against 1.02 ms), at 8 MiB alike. On 4 ranks on 2 cores it took
-    // 0.50-0.68x from 1 to 64 MiB. Otherwise, from 8 MiB a rank, once the descriptions matched,
+    // 0.50-0.68x from 1 to 64 MiB, and in dist_bench 1.5-1.7x raw MPI from 4 to 64 KiB, where
+    // the exchange below took 0.85-1.08x (on 2 ranks: 0.58-1.41x against 0.69-1.02x, mixed).
+    // Otherwise, from 8 MiB a rank, once the descriptions matched,
     // MPI's own non-blocking allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw
     // MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2
     // cores: 1.3-1.5x). Below it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange
     // at 0.93-0.98x.
     const bool x_in_out = x < o + bytes * size_ && o < x + bytes;
-    if (node_shm_ && bytes >= (size_ > 2 ? kNodeAllGatherBytes : kNodeAllGatherBytes2) &&
-        !x_in_out) {
+    if (node_shm_ && bytes > 0 && (size_ > 2 || bytes >= kNodeAllGatherBytes2) && !x_in_out) {
       std::lock_guard<std::mutex> scratch_lock(scratch_mu_);
       return NodeAllGather(sig, where, x, bytes, o, Deadline(timeout_ms), timeout_ms);
     }
