@@ -412,8 +412,8 @@ void World::NodeBarrier(std::string_view sig, std::string_view where, bool descr
 // On 4 ranks sharing 2 cores of an AMD EPYC VM (bench/dist_bench) this ran at 1.3-2.6x raw
 // MPI_Allreduce from 16 KB to 64 MB, where the recursive halving ran at 0.86-1.01x from 1 MB: it
 // moves as many bytes per rank, but with two barriers instead of four rounds of messages, and no
-// copy from one process to another in the kernel. On 2 ranks, 1.3-1.5x from 1 to 4 MB and
-// 1.1x at 16 MB, where the messages ran at 0.97-1.06x; copying the own chunk in and out as well
+// copy from one process to another in the kernel. On 2 ranks, 1.0-1.6x from 1 to 16 MB, where
+// the messages ran at 0.97-1.06x from 4 MB; copying the own chunk in and out as well
 // (a copy of every value in, and out) took 1.2-1.3x at 4 MB and 0.97-1.03x at 16 MB. At 4 KB,
 // one barrier made of description messages took 1.6-1.9x on 4 ranks (raw MPI 34-45 us) where one
 // exchange of the values took 0.99-1.01x; on 2 ranks 0.5-0.8 us more than raw MPI in quiet runs,
