@@ -459,7 +459,7 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
 // In pieces of at most a slot, alternating between the two as NodeAllReduce's: every rank copies
 // its piece into its slot; a barrier (the first the descriptions' Exchange); every rank copies
 // every rank's piece out, its own from `x`. The copies out stream (StreamCopy): the output is
-// written once and is larger than a cache.
+// written once, and from megabytes is larger than a cache (at 4-64 KiB, measured only so).
 void World::NodeAllGather(std::string_view sig, std::string_view where, const char* x, size_t bytes,
                           char* out, std::chrono::steady_clock::time_point deadline,
                           int64_t timeout_ms) {
@@ -594,11 +594,10 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     // messages were faster (0.87 against 1.02 ms), at 8 MiB alike. On 4 ranks on 2 cores it took
     // 0.50-0.68x from 1 to 64 MiB, and in dist_bench 1.5-1.7x raw MPI from 4 to 64 KiB, where
     // the exchange below took 0.85-1.08x (on 2 ranks: 0.58-1.41x against 0.69-1.02x, mixed).
-    // Otherwise, from 8 MiB a rank, once the descriptions matched,
-    // MPI's own non-blocking allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw
-    // MPI_Allgather at 16 and 64 MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2
-    // cores: 1.3-1.5x). Below it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange
-    // at 0.93-0.98x.
+    // Otherwise, from 8 MiB a rank, once the descriptions matched, MPI's own non-blocking
+    // allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64
+    // MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below
+    // it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x.
     const bool x_in_out = x < o + bytes * size_ && o < x + bytes;
     if (node_shm_ && bytes > 0 && (size_ > 2 || bytes >= kNodeAllGatherBytes2) && !x_in_out) {
       std::lock_guard<std::mutex> scratch_lock(scratch_mu_);

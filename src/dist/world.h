@@ -48,10 +48,10 @@ class World {
   // rank maps (NodeSegment; world.cc), each rank folding every value below kNodeSplitBytes and
   // one chunk from it, unless PTOX_DIST_SHM=0 (which must then be set on every rank).
   // Otherwise, up to 64 KB to every peer: one exchange of every rank's values; from 256 KB on
-  // 4, 8, ... ranks: recursive
-  // halving and doubling, folding two values at a time; other sizes: rank c gets the c-th chunk
-  // from every rank, folds it, and sends it to every rank. Both move 2 (p - 1) / p of the data
-  // per rank, as a ring allreduce does. `sig` and `where` as for AllGather.
+  // 4, 8, ... ranks: recursive halving and doubling, folding two values at a time; other sizes:
+  // rank c gets the c-th chunk from every rank, folds it, and sends it to every rank. Both move
+  // 2 (p - 1) / p of the data per rank, as a ring allreduce does. `sig` and `where` as for
+  // AllGather.
   using Fold = std::function<void(void* out, const void* const* values, int count, int64_t n)>;
   static constexpr size_t kNodeSplitBytes = size_t{16} << 10;
   void AllReduce(std::string_view sig, std::string_view where, void* data, int64_t n,

@@ -27,7 +27,7 @@ void StreamCopy(void* dst, const void* src, size_t bytes) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
   std::memcpy(d + i, s + i, bytes - i);
-  // Streaming stores are weakly ordered: they are seen by other threads before what follows.
+  // Streaming stores are weakly ordered: the fence makes them visible before any later store.
   _mm_sfence();
 #else
   std::memcpy(d, s, bytes);
