@@ -58,8 +58,9 @@ class World {
                  int elem_bytes, const Fold& fold, int64_t timeout_ms);
 
   // Chunk `rank()` of every rank's `size() * n` elements at `data` (n each), folded (the tree)
-  // into the n elements at `out` (which may not overlap `data`). `fold`, `sig` and `where` as for
-  // AllReduce.
+  // into the n elements at `out` (which may not overlap `data`): when every rank runs on this
+  // machine, through the node segment (unless PTOX_DIST_SHM=0), else by messages. `fold`, `sig`
+  // and `where` as for AllReduce.
   void ReduceScatter(std::string_view sig, std::string_view where, const void* data, int64_t n,
                      int elem_bytes, void* out, const Fold& fold, int64_t timeout_ms);
 
@@ -124,18 +125,28 @@ class World {
                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                    int elem_bytes, char* out, const Fold& fold,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
-  // Maps the node segment unless it is mapped, once the descriptions matched (an Exchange):
-  // whether it did. Under scratch_mu_.
-  bool MapNode(std::string_view sig, std::string_view where,
+  // Maps the node segment unless it is mapped, once the descriptions matched (an Exchange).
+  // Under scratch_mu_.
+  void MapNode(std::string_view sig, std::string_view where,
                std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
-  // A barrier over every rank, with the node segment's MPI_Win_sync on both sides: what every
-  // rank stored into the segment before it, every rank sees after it. With `descriptions`, it is
-  // the Exchange that checks them. Under scratch_mu_.
-  void NodeBarrier(std::string_view sig, std::string_view where, bool descriptions,
+  // A barrier over every rank through the mapped node segment's headers (no MPI message), which
+  // checks the descriptions (`sig`) as an Exchange does: what every rank stored into the segment
+  // before it, every rank sees after it. A rank late past `deadline` is an error. Under
+  // scratch_mu_.
+  void NodeBarrier(std::string_view sig, std::string_view where,
                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // Every rank reached this collective, with the same `sig`: a NodeBarrier once the node segment
+  // is mapped (then another rank may wait there), else an Exchange of the descriptions. Under
+  // scratch_mu_.
+  void Arrive(std::string_view sig, std::string_view where,
+              std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // AllGather through the node segment (world.cc); x does not overlap out. Under scratch_mu_.
   void NodeAllGather(std::string_view sig, std::string_view where, const char* x, size_t bytes,
                      char* out, std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
+  // ReduceScatter through the node segment (world.cc). Under scratch_mu_.
+  void NodeReduceScatter(std::string_view sig, std::string_view where, const char* data, int64_t n,
+                         int elem_bytes, char* out, const Fold& fold,
+                         std::chrono::steady_clock::time_point deadline, int64_t timeout_ms);
   // AllReduce through the node segment (world.cc). Under scratch_mu_.
   void NodeAllReduce(std::string_view sig, std::string_view where, char* data, int64_t n,
                      int elem_bytes, const Fold& fold,
@@ -154,8 +165,9 @@ class World {
   int rank_ = 0, size_ = 1, local_size_ = 1;
   bool mpi_ = false;  // MPI was initialized here
   bool node_shm_ = false;              // every rank is on this machine, and PTOX_DIST_SHM is not 0
-  std::unique_ptr<NodeSegment> node_;  // mapped by the first NodeAllReduce (under scratch_mu_)
-  int node_parity_ = 0;                // the slot the last NodeAllReduce piece used
+  std::unique_ptr<NodeSegment> node_;  // mapped by MapNode (under scratch_mu_)
+  int node_parity_ = 0;                // the slot the last piece through node_ used
+  uint64_t node_barriers_ = 0;         // this rank's NodeBarriers so far
   std::mutex scratch_mu_;
   std::vector<char> scratch_;  // what the other ranks sent (under scratch_mu_)
   std::atomic<bool> failed_{false};  // a collective failed here (see Guarded)
