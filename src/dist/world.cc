@@ -148,7 +148,6 @@ constexpr int kDataTag = 2;  // a later round's payloads (World::Transfer)
 constexpr size_t kPiece = 3584;
 constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
-constexpr size_t kNodeAllGatherBytes2 = size_t{16} << 20;  // on 2 ranks; ditto
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent (computed, not
 // stored: an exchange runs per collective, and each allocation of its own was a cache miss more
@@ -501,20 +500,21 @@ void World::NodeAllReduce(std::string_view sig, std::string_view where, char* da
 #endif
 
 #ifdef PTOX_WITH_MPI
-// In pieces of at most a slot, alternating between the two as NodeAllReduce's: every rank copies
-// its piece into its slot; a barrier; every rank copies
-// every rank's piece out, its own from `x`. The copies out stream (StreamCopy): the output is
-// written once, and from megabytes is larger than a cache (at 4-64 KiB, measured only so).
+// In pieces of at most a slot (at least one: an allgather of nothing checks the descriptions too),
+// alternating between the two as NodeAllReduce's: every rank copies its piece into its slot; a
+// barrier; every rank copies every rank's piece out, its own from `x`. The copies out stream
+// (StreamCopy): the output is written once, and from megabytes is larger than a cache (at 4-64
+// KiB, measured only so).
 void World::NodeAllGather(std::string_view sig, std::string_view where, const char* x, size_t bytes,
                           char* out, std::chrono::steady_clock::time_point deadline,
                           int64_t timeout_ms) {
   MapNode(sig, where, deadline, timeout_ms);
-  for (size_t at = 0; at < bytes; at += NodeSegment::kSlotBytes) {
+  for (size_t at = 0; at == 0 || at < bytes; at += NodeSegment::kSlotBytes) {
     const size_t m = std::min(NodeSegment::kSlotBytes, bytes - at);
     const int parity = node_parity_ ^= 1;
-    std::memcpy(node_->slot(rank_, parity), x + at, m);
+    if (m) std::memcpy(node_->slot(rank_, parity), x + at, m);
     NodeBarrier(sig, where, deadline, timeout_ms);
-    for (int r = 0; r < size_; ++r)
+    for (int r = 0; r < size_ && m; ++r)
       StreamCopy(out + r * bytes + at, r == rank_ ? x + at : node_->slot(r, parity), m);
   }
 }
@@ -537,7 +537,7 @@ void World::NodeReduceScatter(std::string_view sig, std::string_view where, cons
     const int parity = node_parity_ ^= 1;
     char* const own = node_->slot(rank_, parity);
     for (int c = 0; c < size_; ++c)
-      if (c != rank_) std::memcpy(own + c * piece_bytes, from(c), piece_bytes);
+      if (c != rank_ && piece_bytes) std::memcpy(own + c * piece_bytes, from(c), piece_bytes);
     NodeBarrier(sig, where, deadline, timeout_ms);
     for (int r = 0; r < size_; ++r)
       values[r] = r == rank_ ? from(rank_) : node_->slot(r, parity) + rank_ * piece_bytes;
@@ -659,22 +659,20 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     // chosen by where x lies could differ from one rank to another).
     if (bytes && x < o + bytes * size_ && o < x + bytes)
       x = static_cast<const char*>(std::memcpy(Scratch(bytes), x, bytes));
-    // When every rank is on this machine (on 2 ranks from 16 MiB a rank), through the node
-    // segment (NodeAllGather). On an AMD EPYC VM (2 cores), in a throwaway benchmark of plain
-    // MPI calls, its pattern took 0.75-0.79x MPI_Allgather's time from 16 to 64 MiB on 2 ranks,
-    // where MPI's ran at parity with point-to-point messages (its copy moves each byte once, by
-    // the kernel, but through the cache); on 2 ranks at 4 MiB the messages were faster (0.87
-    // against 1.02 ms), at 8 MiB alike. On 4 ranks on 2 cores it took 0.50-0.68x from 1 to 64 MiB,
-    // and in dist_bench 1.5-1.7x raw MPI from 4 to 64 KiB, where the exchange below took
-    // 0.85-1.08x (on 2 ranks: 0.58-1.41x against 0.69-1.02x, mixed).
+    // When every rank is on this machine, through the node segment (NodeAllGather). On an AMD
+    // EPYC VM (2 cores), in a throwaway benchmark of plain MPI calls, its pattern took 0.75-0.79x
+    // MPI_Allgather's time from 16 to 64 MiB on 2 ranks (MPI's copy moves each byte once, by the
+    // kernel, but through the cache), and on 4 ranks 0.50-0.68x from 1 to 64 MiB. In dist_bench,
+    // on 4 ranks 1.5-1.7x raw MPI from 4 to 64 KiB, where the exchange below took 0.85-1.08x; on 2
+    // ranks, with barriers of flags, 1.1-2.4x from 4 KiB to 64 MiB, where the exchange took
+    // 0.71-0.92x from 16 to 256 KiB.
+    if (node_shm_) return NodeAllGather(sig, where, x, bytes, o, deadline, timeout_ms);
     // Otherwise, from 8 MiB a rank, once the descriptions matched, MPI's own non-blocking
     // allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64
     // MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below
     // it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x.
-    if (node_shm_ && bytes > 0 && (size_ > 2 || bytes >= kNodeAllGatherBytes2))
-      return NodeAllGather(sig, where, x, bytes, o, deadline, timeout_ms);
     if (bytes >= kNativeAllGatherBytes) {
-      Arrive(sig, where, deadline, timeout_ms);
+      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
       const int count = Count(bytes, where);
       Complete(
           [&](MPI_Request* req) {
@@ -683,9 +681,6 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
           where, "allgather", rank_, deadline, timeout_ms);
       return;
     }
-    // Once the node segment is mapped, another rank may be in a collective that only waits there:
-    // the descriptions are checked there first, so that a mismatch is an error, not a wait.
-    if (node_) NodeBarrier(sig, where, deadline, timeout_ms);
     std::vector<Peer>& peers = ThisThreadsPad().Peers(size_);
     for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
     // The own values are copied while the messages travel. One pointer captured: std::function

@@ -92,6 +92,34 @@ expect "a mismatch after the shared memory is mapped" \
   "collective mismatch: rank . passed allreduce sum f32 .* to dist.allreduce" \
   "${launch[@]}" -np 1 "$ptox" run "$dir/twice.pto" --target=cpu : -np 1 "$ptox" run "$dir/twice1.pto" --target=cpu
 
+# Once it is mapped, every collective on one machine meets the others in the shared memory, and
+# checks the descriptions there: a broadcast on rank 0 against an allreduce on rank 1, and an
+# allgather of 16 bytes against one of 320 KB, are errors on both.
+cat >"$dir/then.pto" <<'PTO'
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>, %b: inout tensor<4xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+  dist.broadcast %b {root = 0}
+}
+PTO
+sed 's/  dist.broadcast %b {root = 0}/  %c = tensor.allreduce %x {op = "max"}\n  tensor.store %c, %b/' \
+  "$dir/then.pto" >"$dir/then1.pto"
+expect "a broadcast against an allreduce after the shared memory is mapped" \
+  "collective mismatch: rank . passed .*broadcast from 0 f32 4" \
+  "${launch[@]}" -np 1 "$ptox" run "$dir/then.pto" --target=cpu : -np 1 "$ptox" run "$dir/then1.pto" --target=cpu
+cat >"$dir/gather.pto" <<'PTO'
+func @f(%x: in tensor<4xf32>, %y: out tensor<4xf32>, %z: in tensor<4xf32>, %g: out tensor<8xf32>) {
+  %a = tensor.allreduce %x {op = "sum"}
+  tensor.store %a, %y
+  dist.allgather %g, %z
+}
+PTO
+sed 's/%z: in tensor<4xf32>, %g: out tensor<8xf32>/%z: in tensor<80000xf32>, %g: out tensor<160000xf32>/' \
+  "$dir/gather.pto" >"$dir/gather1.pto"
+expect "allgathers of two sizes after the shared memory is mapped" \
+  "collective mismatch: rank . passed allgather f32 .* to dist.allgather" \
+  "${launch[@]}" -np 1 "$ptox" run "$dir/gather.pto" --target=cpu : -np 1 "$ptox" run "$dir/gather1.pto" --target=cpu
+
 # And runs that work: 2 ranks, rank 0 reports, ends with OK, the same on both targets.
 for target in interp cpu; do
   out=$(timeout 30 "${launch[@]}" -np 2 "$ptox" run "$dir/four.pto" --target=$target 2>&1)
