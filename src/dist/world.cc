@@ -148,6 +148,8 @@ constexpr int kDataTag = 2;  // a later round's payloads (World::Transfer)
 constexpr size_t kPiece = 3584;
 constexpr size_t kAllGatherSplitBytes = size_t{4} << 10;
 constexpr size_t kNativeAllGatherBytes = size_t{8} << 20;  // see World::AllGather
+// On 2 ranks, allgathers go through the node segment up to the first and from the second; ditto.
+constexpr size_t kNodeAllGatherSmall2 = size_t{16} << 10, kNodeAllGatherLarge2 = size_t{16} << 20;
 
 // The [begin, end) byte ranges of a payload's pieces, in the order they are sent (computed, not
 // stored: an exchange runs per collective, and each allocation of its own was a cache miss more
@@ -659,20 +661,22 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     // chosen by where x lies could differ from one rank to another).
     if (bytes && x < o + bytes * size_ && o < x + bytes)
       x = static_cast<const char*>(std::memcpy(Scratch(bytes), x, bytes));
-    // When every rank is on this machine, through the node segment (NodeAllGather). On an AMD
-    // EPYC VM (2 cores), in a throwaway benchmark of plain MPI calls, its pattern took 0.75-0.79x
-    // MPI_Allgather's time from 16 to 64 MiB on 2 ranks (MPI's copy moves each byte once, by the
-    // kernel, but through the cache), and on 4 ranks 0.50-0.68x from 1 to 64 MiB. In dist_bench,
-    // on 4 ranks 1.5-1.7x raw MPI from 4 to 64 KiB, where the exchange below took 0.85-1.08x; on 2
-    // ranks, with barriers of flags, 1.1-2.4x from 4 KiB to 64 MiB, where the exchange took
-    // 0.71-0.92x from 16 to 256 KiB.
-    if (node_shm_) return NodeAllGather(sig, where, x, bytes, o, deadline, timeout_ms);
+    // When every rank is on this machine, through the node segment (NodeAllGather); on 2 ranks
+    // up to 16 KiB and from 16 MiB a rank. On an AMD EPYC VM (2 cores), in a throwaway benchmark
+    // of plain MPI calls, its pattern took 0.75-0.79x MPI_Allgather's time from 16 to 64 MiB on 2
+    // ranks (MPI's copy moves each byte once, by the kernel, but through the cache), and on 4
+    // ranks 0.50-0.68x from 1 to 64 MiB. In dist_bench, with barriers of flags: on 4 ranks
+    // 2.2-3.7x raw MPI from 4 KiB to 64 MiB; on 2 ranks 1.3-3.0x at 4 KiB and 0.8-1.5x at 16 KiB,
+    // where the exchange below took 0.9-1.0x and 0.7x, but from 64 KiB to 1 MiB it took 0.5-0.6x in
+    // some runs (1.1-3.9x in others, alike with plain copies out), the exchange 0.8-1.0x in all.
+    const bool node = size_ > 2 || bytes <= kNodeAllGatherSmall2 || bytes >= kNodeAllGatherLarge2;
+    if (node_shm_ && node) return NodeAllGather(sig, where, x, bytes, o, deadline, timeout_ms);
     // Otherwise, from 8 MiB a rank, once the descriptions matched, MPI's own non-blocking
     // allgather moves the values (dist_bench, 2 ranks: 1.0-1.1x raw MPI_Allgather at 16 and 64
     // MiB, 0.88-0.93x with the one-round exchange below; 4 ranks on 2 cores: 1.3-1.5x). Below
     // it, MPI_Iallgather ran at 0.4-0.6x (1 and 4 MiB) and the exchange at 0.93-0.98x.
     if (bytes >= kNativeAllGatherBytes) {
-      Exchange(sig, where, NoPayloads(), deadline, timeout_ms);  // descriptions only
+      Arrive(sig, where, deadline, timeout_ms);
       const int count = Count(bytes, where);
       Complete(
           [&](MPI_Request* req) {
@@ -681,6 +685,9 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
           where, "allgather", rank_, deadline, timeout_ms);
       return;
     }
+    // Once the node segment is mapped, another rank may be in a collective that waits there: the
+    // descriptions are checked there first, so that a mismatch is an error, not a wait.
+    if (node_) NodeBarrier(sig, where, deadline, timeout_ms);
     std::vector<Peer>& peers = ThisThreadsPad().Peers(size_);
     for (int r = 0; r < size_; ++r) peers[r] = {x, bytes, o + r * bytes, bytes};
     // The own values are copied while the messages travel. One pointer captured: std::function
