@@ -666,7 +666,7 @@ void World::AllGather(std::string_view sig, std::string_view where, const void* 
     // of plain MPI calls, its pattern took 0.75-0.79x MPI_Allgather's time from 16 to 64 MiB on 2
     // ranks (MPI's copy moves each byte once, by the kernel, but through the cache), and on 4
     // ranks 0.50-0.68x from 1 to 64 MiB. In dist_bench, with barriers of flags: on 4 ranks
-    // 2.2-3.7x raw MPI from 4 KiB to 64 MiB; on 2 ranks 1.3-3.0x at 4 KiB and 0.8-1.5x at 16 KiB,
+    // 1.5-3.7x raw MPI from 4 KiB to 64 MiB; on 2 ranks 1.3-3.0x at 4 KiB and 0.8-1.5x at 16 KiB,
     // where the exchange below took 0.9-1.0x and 0.7x, but from 64 KiB to 1 MiB it took 0.5-0.6x in
     // some runs (1.1-3.9x in others, alike with plain copies out), the exchange 0.8-1.0x in all.
     const bool node = size_ > 2 || bytes <= kNodeAllGatherSmall2 || bytes >= kNodeAllGatherLarge2;
