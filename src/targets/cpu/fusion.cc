@@ -21,6 +21,7 @@
 // tile it reads (plan-memory does not reuse in place).
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
 #include <string_view>
 
@@ -95,6 +96,20 @@ class FusedLoop {
     return InSegment(elem_[v.get()] = el);
   }
 
+  // The per-element names of op's first N operands, in the segment the op's line goes to. They
+  // are computed in order, so a later operand's vector form (`x * sigmoid(x)`) may end the
+  // segment an earlier one was named in: each tile operand is named again once all are computed.
+  template <size_t N>
+  std::array<std::string, N> Operands(const ir::OpStmt& op, const std::array<DType, N>& d) {
+    std::array<std::string, N> names;
+    for (size_t i = 0; i < N; ++i) names[i] = Operand(op.args()[i], d[i], op);
+    for (size_t i = 0; i < N; ++i) {
+      const ir::Operand& a = op.args()[i];
+      if (a.is_value() && a.type().is_tile()) names[i] = InSegment(elem_.at(a.value().get()));
+    }
+    return names;
+  }
+
   // The per-element expression of an inlined op (or the root). `round` false leaves a float
   // result in f32 for a store to round: Put<D>(RoundTo<D>(v)) == Put<D>(v), as rounding twice to
   // the same type is rounding once (bf16 / f16 stores skip a conversion per element).
@@ -114,7 +129,7 @@ class FusedLoop {
         return el;
       }
       case ir::OpFamily::kBinary: {  // operands in order: their lines come in that order
-        const std::string y = Operand(a[0], rt.dtype(), op), z = Operand(a[1], rt.dtype(), op);
+        const auto [y, z] = Operands<2>(op, {rt.dtype(), rt.dtype()});
         Body(fmt::format("const auto {} = {};", x, rounded(Apply(fn, y, z, rt.dtype()))));
         break;
       }
@@ -136,13 +151,12 @@ class FusedLoop {
       }
       case ir::OpFamily::kCompare: {
         const DType in = a[0].type().dtype();
-        const std::string y = Operand(a[0], in, op), z = Operand(a[1], in, op);
+        const auto [y, z] = Operands<2>(op, {in, in});
         Body(fmt::format("const uint8_t {} = {}::C({}, {}) ? 1 : 0;", x, fn, y, z));
         return {x, Segment(), "", "uint8_t"};
       }
       case ir::OpFamily::kSelect: {
-        const std::string c = Operand(a[0], DType::kBool, op), y = Operand(a[1], rt.dtype(), op),
-                          z = Operand(a[2], rt.dtype(), op);
+        const auto [c, y, z] = Operands<3>(op, {DType::kBool, rt.dtype(), rt.dtype()});
         Body(fmt::format("const auto {} = {} ? {} : {};", x, c, y, z));
         break;
       }
