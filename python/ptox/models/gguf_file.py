@@ -46,7 +46,117 @@ def _open(path):
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
     except Exception as e:  # noqa: BLE001 - any parse failure means a corrupt or foreign file
+        # The reader's own text for a short file ("cannot reshape array of size ...") names
+        # neither the tensor nor the cause: find them by walking the file's layout. Only here,
+        # after a failure, so a good file's metadata is not parsed twice.
+        cut = _truncation(path)
+        if cut is not None:
+            raise ModelError(f"{path}: {cut}") from None
         raise ModelError(f"{path}: not a readable GGUF file ({type(e).__name__}: {e})") from None
+
+
+class _Short(Exception):
+    """The file ended before a structure the GGUF layout says is there."""
+
+
+# GGUF metadata value types (the spec's gguf_metadata_value_type) -> struct format of one value;
+# 8 (string) and 9 (array) have their own layouts.
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q",
+            12: "d"}
+
+
+class _Layout:
+    """Reads GGUF's header fields one after another from a file, raising _Short at its end."""
+
+    def __init__(self, f, order, size):
+        self.f, self.order, self.pos, self.size = f, order, 0, size
+
+    def take(self, n):
+        if n > self.size - self.pos:  # a length past the end: do not ask read() for it
+            raise _Short
+        data = self.f.read(n)
+        self.pos += len(data)
+        if len(data) < n:
+            raise _Short
+        return data
+
+    def scalar(self, fmt):
+        import struct
+        return struct.unpack(self.order + fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self):
+        return self.take(self.scalar("Q")).decode("utf-8", "replace")
+
+    def skip_value(self, kind):
+        import struct
+        if kind == 8:
+            self.string()
+        elif kind == 9:
+            item, count = self.scalar("I"), self.scalar("Q")
+            if item in _SCALARS:  # one read, not one per element (a vocabulary's scores)
+                self.take(struct.calcsize(_SCALARS[item]) * count)
+            else:
+                for _ in range(count):
+                    self.skip_value(item)
+        elif kind in _SCALARS:
+            self.scalar(_SCALARS[kind])
+        else:
+            raise ValueError(f"metadata value type {kind}")
+
+
+def _truncation(path):
+    """What is cut off when the GGUF file at `path` ends early ("the file is truncated: ..."),
+    or None when it is not a short GGUF file (a foreign or otherwise corrupt one). Walks the
+    layout of the GGUF spec: header, metadata, tensor table, then checks each tensor's byte range
+    [data start + offset, + its type's size) against the file's size."""
+    import os
+    import gguf
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        f.seek(0)
+        if head[:4] != b"GGUF"[:len(head)]:
+            return None
+        if len(head) < 8:
+            return f"the file is truncated: it has {size} bytes and ends inside its header"
+        order = ">" if int.from_bytes(head[4:8], "little") & 0xFFFF == 0 else "<"
+        if int.from_bytes(head[4:8], "little" if order == "<" else "big") not in (2, 3):
+            return None  # a GGUF version the reader does not know: not a truncation
+        r = _Layout(f, order, size)
+        where = "its header"
+        try:
+            r.take(8)
+            n_tensors, n_kv = r.scalar("Q"), r.scalar("Q")
+            alignment = gguf.GGUF_DEFAULT_ALIGNMENT
+            for i in range(n_kv):
+                where = f"its metadata (entry {i + 1} of {n_kv})"
+                key, kind = r.string(), r.scalar("I")
+                if key == "general.alignment" and kind == 4:
+                    alignment = r.scalar("I")
+                else:
+                    r.skip_value(kind)
+            table = []
+            for i in range(n_tensors):
+                where = f"its tensor table (entry {i + 1} of {n_tensors})"
+                name = r.string()
+                where = f"its tensor table (the entry of tensor {name}, {i + 1} of {n_tensors})"
+                dims = [r.scalar("Q") for _ in range(r.scalar("I"))]
+                table.append((name, dims, r.scalar("I"), r.scalar("Q")))
+        except _Short:
+            return f"the file is truncated: it has {size} bytes and ends inside {where}"
+        except (ValueError, UnicodeError, OverflowError, MemoryError):
+            return None  # not a layout this walk understands: the reader's error stands
+    start = -(-r.pos // alignment) * alignment  # the data section begins aligned
+    for name, dims, kind, offset in table:
+        try:
+            block, bytes_per_block = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
+        except (ValueError, KeyError):
+            return None
+        end = start + offset + int(np.prod(dims, dtype=np.int64)) // block * bytes_per_block
+        if end > size:
+            return (f"tensor {name} ends at byte {end}, but the file has {size} bytes "
+                    "(the file is truncated)")
+    return None
 
 
 def _field(reader, path, key, kind, default=None):
