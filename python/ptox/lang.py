@@ -15,10 +15,12 @@ level, ``pl.tile.<name>`` is ``tile.<name>``.
 """
 
 import ast
+import builtins
 import inspect
+import numbers
 import operator
+import re
 import sys
-import textwrap
 
 from . import _core
 from . import errors
@@ -125,8 +127,8 @@ class _Builder(ast.NodeVisitor):
     """Walks one function's AST and writes its .pto text, remembering for every line the Python
     position it came from (CompileError messages point at the Python source)."""
 
-    def __init__(self, fn, filename, first_line, constants):
-        self.fn, self.filename, self.first_line = fn, filename, first_line
+    def __init__(self, fn, filename, constants):
+        self.fn, self.filename = fn, filename
         self.constants = dict(constants)  # compile-time names: immediates wherever they appear
         self.lines, self.line_map = [], {}  # text line number (1-based) -> Python (line, col)
         self.env, self.names, self.depth = {}, set(), 1
@@ -139,7 +141,8 @@ class _Builder(ast.NodeVisitor):
 
     # ---- errors and text ----------------------------------------------------------------------
     def where(self, node):
-        return f"{self.filename}:{node.lineno + self.first_line - 1}:{node.col_offset + 1}"
+        # Nodes carry the positions they have in the file (see _function_ast).
+        return f"{self.filename}:{node.lineno}:{node.col_offset + 1}"
 
     def fail(self, node, message):
         raise errors.CompileError(f"{self.where(node)}: error: {message}")
@@ -159,6 +162,8 @@ class _Builder(ast.NodeVisitor):
 
     # ---- the signature ------------------------------------------------------------------------
     def signature(self, node):
+        self.def_node = node
+        self.line_map[0] = self.where(node)  # the func header: an error there is the def's
         params = []
         for a in node.args.args:
             if a.annotation is None:
@@ -385,11 +390,19 @@ class _Builder(ast.NodeVisitor):
         return None
 
     def const(self, node):
+        """The value of a compile-time constant expression (a bool, int or float), else None:
+        literals, names of constants= or of the module's globals (`NEG = -1e30` at module
+        level), attributes and calls over them (`math.inf`, `float("-inf")`, `math.sqrt(D)`),
+        and the folds below."""
         if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)):
             return node.value
-        if (isinstance(node, ast.Name) and node.id not in self.env and
-                isinstance(self.constants.get(node.id), (bool, int, float))):
-            return self.constants[node.id]
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            found, value = self.global_value(node)
+            return _number(value) if found else None
+        if isinstance(node, ast.BinOp):  # `1.0 / math.sqrt(D)`, `D // 2`
+            a = self.const(node.left)
+            b = self.const(node.right) if a is not None else None
+            return _fold(node.op, a, b) if b is not None else None
         if isinstance(node, ast.BoolOp):  # `A or B` over compile-time constants
             values = [self.const(v) for v in node.values]
             decides = isinstance(node.op, ast.Or)  # the value of one term that decides it
@@ -411,6 +424,68 @@ class _Builder(ast.NodeVisitor):
             if v is not None and not isinstance(v, bool):
                 return -v
         return None
+
+    def global_value(self, node):
+        """(True, value) for an expression the function reads from outside itself, evaluated
+        now, when the program is compiled: a name not bound in the function (constants= first,
+        then the function's globals, then builtins), an attribute or a constant subscript of
+        one (`math.pi`, `cfg.EPS`, `SIZES[1]`), or a call of float / int / abs or a math
+        function over constants (`float("-inf")`, `math.sqrt(D)`). (False, None) when it reads
+        the function's own values or is no such expression."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return False, None
+            if node.id in self.constants:
+                return True, self.constants[node.id]
+            if node.id in self.local_names:  # a local of the function, not yet assigned here
+                return False, None
+            if node.id in self.fn.__globals__:
+                return True, self.fn.__globals__[node.id]
+            if hasattr(builtins, node.id):
+                return True, getattr(builtins, node.id)
+            return False, None
+        if isinstance(node, ast.Attribute):
+            found, base = self.global_value(node.value)
+            if not found or base is sys.modules[__name__]:  # pl.<op> is the language
+                return False, None
+            try:
+                return True, getattr(base, node.attr)
+            except AttributeError:
+                self.fail(node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'")
+        if isinstance(node, ast.Subscript):
+            found, base = self.global_value(node.value)
+            if not found or not isinstance(base, (tuple, list)):
+                return False, None
+            key = self.const(node.slice)
+            if key is None:
+                return False, None
+            try:
+                return True, base[key]
+            except (IndexError, TypeError) as e:
+                self.fail(node, f"cannot evaluate {ast.unparse(node)}: {e}")
+        if isinstance(node, ast.Call):
+            found, fn = self.global_value(node.func)
+            if not found or not _constant_function(fn) or node.keywords:
+                return False, None
+            args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    else self.const(a) for a in node.args]  # float("-inf") takes a string
+            if None in args:
+                return False, None
+            try:
+                return True, fn(*args)
+            except (ValueError, TypeError, OverflowError) as e:
+                self.fail(node, f"cannot evaluate {ast.unparse(node)}: {e}")
+        return False, None
+
+    def not_a_value(self, node):
+        """Fails for a name (or attribute) of a global that is no int, float or bool constant:
+        the program cannot hold it, so say which name it is and what it holds."""
+        found, value = self.global_value(node)
+        if found and _number(value) is None:
+            self.fail(node, f"'{ast.unparse(node)}' is a global {type(value).__name__}, not a "
+                            "compile-time constant: @ptox.jit reads int, float and bool globals "
+                            "(and constants=) as immediates when it compiles; pass other values "
+                            "as parameters")
 
     def constant(self, node, what):
         """An attribute's value: a literal, or a constant expression of the function's globals
@@ -467,6 +542,10 @@ class _Builder(ast.NodeVisitor):
     def translate(self, node, hint, statement):
         if isinstance(node, ast.Name):
             if node.id not in self.env:
+                self.not_a_value(node)
+                if self.const(node) is not None:
+                    self.fail(node, "a constant is an operand of an op here, not a value of its "
+                                    "own")
                 self.fail(node, f"'{node.id}' is not defined here (names assigned in a loop, if or "
                                 "incore body are not seen after it)")
             return self.env[node.id]
@@ -495,6 +574,8 @@ class _Builder(ast.NodeVisitor):
             return self.call(node, hint, statement)
         if self.const(node) is not None:
             self.fail(node, "a constant is an operand of an op here, not a value of its own")
+        if isinstance(node, ast.Attribute):
+            self.not_a_value(node)
         self.fail(node, f"{type(node).__name__} expressions are not part of the ptox language")
 
     def binop(self, node, hint):
@@ -577,6 +658,8 @@ class _Builder(ast.NodeVisitor):
             v = _Value(self.fresh(hint), op.split(".")[0])
             self.emit(node, f"%{v.name} = {op} {x}[{self.offsets(node.args[1])}] : {type_text}")
             return v
+        if op == "tensor.concat":
+            return self.concat(node, attrs, shape, dtype, hint)
         operands = [self.operand(a) for a in node.args]
         if op == "tensor.empty" and not operands and shape is not None:
             operands = self.symbol_sizes(node, shape)
@@ -587,6 +670,47 @@ class _Builder(ast.NodeVisitor):
         if op in ("dist.rank", "dist.world_size"):  # index scalars
             return _Value(self.op(node, op, operands, hint=hint).name, "scalar")
         return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)
+
+    def concat(self, node, attrs, shape, dtype, hint):
+        """pl.concat(a, b, ..., axis=-1), or over a list as np.concatenate([a, b], axis=...).
+        Along an axis that is symbolic in an operand the IR writes the result's type, whose
+        size there is a symbol: shape= names it (`shape=("S", 64)`: bound to the sum of the
+        sizes, or checked against the size S has in scope, as a parameter's); without shape=
+        it is the symbol `N_plus_M` (of the operands' sizes there), the same for every concat
+        of the same sizes, so their results combine."""
+        args = node.args
+        if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+            args = args[0].elts
+        if not args:
+            self.fail(node, "pl.concat(a, b, ..., axis=-1) takes the tensors to join")
+        operands = [self.operand(a) for a in args]
+        if dtype is not None and shape is None:
+            self.fail(node, "pl.concat's dtype is its operands': dtype= only goes with shape=")
+        if shape is not None:
+            type_text = self.result_type(node, "tensor.concat", operands, shape, dtype)
+        else:
+            type_text = self.concat_type(node, operands, attrs.get("axis", -1))
+        return self.op(node, "tensor.concat", operands, attrs, type_text, hint)
+
+    def concat_type(self, node, operands, axis):
+        """The result type of a concat without shape=: None (the IR infers it) unless the axis
+        is symbolic in an operand, then the operands' type with the symbol `A_plus_B` there."""
+        types = [self.type_of(node, o) for o in operands]
+        if None in types or not isinstance(axis, int):
+            return None  # an immediate or a bad axis: the verifier says what is wrong
+        shapes = [_parse_type(t) for t in types]
+        dims, dtype = shapes[0]
+        if not -len(dims) <= axis < len(dims):
+            return None
+        sizes = [d[axis] if -len(d) <= axis < len(d) else None for d, _ in shapes]
+        if None in sizes or not any(isinstance(n, str) for n in sizes):
+            return None
+        symbol = "_plus_".join(str(n) for n in sizes)
+        while symbol in self.symbol_dims:  # a parameter's symbol has its own size
+            symbol += "_"
+        dims = list(dims)
+        dims[axis] = symbol
+        return _type_text("tensor", dims, dtype)
 
     def symbol_sizes(self, node, shape):
         """pl.empty(shape=("N", 8)) without sizes: each symbol's size from a parameter it sizes
@@ -632,8 +756,7 @@ class _Builder(ast.NodeVisitor):
             src_dims, src_dtype = _parse_type(src)
             shape = src_dims if shape is None else list(shape)
             dtype = dtype or _DTYPES[src_dtype]
-        dims = "x".join(f"{{{d}}}" if isinstance(d, str) else str(d) for d in shape)
-        return f"{level}<{dims + 'x' if dims else ''}{dtype.name}>"
+        return _type_text(level, shape, dtype.name)
 
     def type_of(self, node, operand):
         """The verifier's type of %value: a parameter's from its annotation, else parse what was
@@ -642,11 +765,31 @@ class _Builder(ast.NodeVisitor):
         name = operand.lstrip("%")
         if name not in self.types:
             try:
-                program = _core.Program.parse(self.text(closing=True), self.filename)
+                program = _core.Program.parse(self.text(closing=True), _PROBE)
                 self.types.update(program.value_types())
             except errors.Error as e:
-                self.fail(node, f"cannot type the operand: {e}")
+                self.probe_failed(node, str(e))
         return self.types.get(name)
+
+    def probe_failed(self, node, message):
+        """The type probe found an error in the text written so far. It lies in an op written
+        before `node` (a whole-dim pl.slice with an offset, say), so report it at the Python
+        position of the line it names, not at `node`, and with no position of the text left
+        in it (those are line numbers of the generated IR)."""
+        first = _PROBE_POSITION.search(message)
+        where = self.text_position(int(first.group(1))) if first else None
+        message = _PROBE_POSITION.sub(lambda m: self.text_position(int(m.group(1))) or
+                                      self.where(node), message)
+        if where is not None and message.startswith(where):
+            raise errors.CompileError(message)
+        self.fail(node, f"cannot type the operand: {message}")
+
+    def text_position(self, line):
+        """The Python file:line:col that wrote line `line` of self.text() (1: the header, the
+        def), or None for a line no Python expression wrote (a closing brace)."""
+        if line == 1:
+            return self.where(self.def_node)
+        return self.line_map.get(line - 1)
 
     def tile_memory(self, node, name, attrs, hint):
         if name == "load":  # pl.load(t, [i, j], shape=(R, C)[, pad=v])
@@ -698,6 +841,12 @@ class _Builder(ast.NodeVisitor):
         return "\n".join([head] + body + ["}"]) + "\n"
 
 
+# The file name the type probe parses the text under, and a position in it ("<probe>:12:5"),
+# which probe_failed maps back to Python.
+_PROBE = "<ptox.jit text>"
+_PROBE_POSITION = re.compile(re.escape(_PROBE) + r":(\d+)(?::\d+)?")
+
+
 def _assigned(stmts):
     """The names the statements of a block assign, with those assigned in the ifs and loops
     nested in it: an if (compiled or, over a constant, inlined) rebinds the names its arms
@@ -722,6 +871,69 @@ def _assigned(stmts):
     return names
 
 
+def _number(value):
+    """A compile-time constant as the program takes it (bool, int or float; numpy scalars
+    too), or None for any other value."""
+    if isinstance(value, (bool, _np_bool_types())):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return None
+
+
+def _np_bool_types():
+    """numpy's bool scalar type when numpy is loaded (a module-level flag may be one)."""
+    np = sys.modules.get("numpy")
+    return (np.bool_,) if np is not None else ()
+
+
+def _fold(op, a, b):
+    """`a op b` of two constants, where Python's value is the one the program would compute
+    (the arith op it would otherwise emit), else None (the program computes it). On two ints
+    `/` is floor division, as arith.div; `//` and `%` fold on ints only (on floats arith.div is
+    true division, and arith.rem of negative ints is left to the op's own rule)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None
+    ints = isinstance(a, int) and isinstance(b, int)
+    if isinstance(op, (ast.Add, ast.Sub, ast.Mult)):
+        return {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}[
+            type(op)](a, b)
+    if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+        return None  # the program's division by zero, where and as the op defines it
+    if isinstance(op, ast.Div):
+        return a // b if ints else a / b
+    if isinstance(op, ast.FloorDiv) and ints:
+        return a // b
+    if isinstance(op, ast.Mod) and ints and a >= 0 and b > 0:
+        return a % b
+    if isinstance(op, ast.Pow) and (not ints or b >= 0):
+        try:
+            value = a ** b
+        except OverflowError:
+            return None
+        return value if isinstance(value, (int, float)) else None  # not a complex root
+    return None
+
+
+def _constant_function(fn):
+    """Functions of constants a kernel may call at compile time: float("-inf"), int(x),
+    abs(x) and the math module's (math.sqrt(D))."""
+    # (min, max, abs, sum, range and slice of this module are the language's ops: builtins.*)
+    return (any(fn is f for f in (float, int, builtins.abs)) or
+            (callable(fn) and getattr(fn, "__module__", None) == "math"))
+
+
+def _local_names(node):
+    """The names a function binds (parameters, assignments, loop variables): Python reads
+    them from the function wherever they appear, never from its globals."""
+    names = {a.arg for a in node.args.args}
+    names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Store))
+    return names
+
+
 def _attr(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -735,6 +947,12 @@ def _attr(v):
     return str(v)
 
 
+def _type_text(level, dims, dtype):
+    """("tensor", ["N", 64], "f32") -> "tensor<{N}x64xf32>"."""
+    text = "x".join(f"{{{d}}}" if isinstance(d, str) else str(d) for d in dims)
+    return f"{level}<{text + 'x' if text else ''}{dtype}>"
+
+
 def _parse_type(text):
     """("tensor<{N}x64xf32>") -> (["N", 64], "f32")."""
     inner = text[text.index("<") + 1:-1]
@@ -743,25 +961,75 @@ def _parse_type(text):
     return dims, parts[-1]
 
 
+def _function_ast(fn):
+    """The FunctionDef of `fn` with the positions it has in its file (line and column), read the
+    way inspect.getsource reads it: from linecache, so a function defined in an IPython /
+    Jupyter cell or by exec of source registered there (as IPython does) compiles too.
+
+    The source block is not dedented: a function defined inside another block (a test, a
+    factory, an `if`) is parsed as the body of an `if 1:`, which takes a body at any
+    indentation, so columns are the file's and a docstring line indented less than the body
+    does not break the parse (textwrap.dedent then leaves the block indented)."""
+    filename = fn.__code__.co_filename
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise errors.CompileError(
+            f"{filename}:{fn.__code__.co_firstlineno}: error: cannot read the source of "
+            f"{fn.__name__} ({e}); @ptox.jit compiles a function from its source, so it must be "
+            "defined in a file, an IPython / Jupyter cell, or source registered in linecache"
+        ) from None
+    source = "".join(lines)
+    indented = source[:1] in (" ", "\t")
+    try:
+        tree = ast.parse("if 1:\n" + source if indented else source, filename)
+    except SyntaxError as e:  # the file changed since the function was defined
+        raise errors.CompileError(f"{filename}:{first_line}: error: cannot parse the source of "
+                                  f"{fn.__name__} ({e.msg}); was the file edited since it was "
+                                  "imported?") from None
+    node = tree.body[0].body[0] if indented else tree.body[0]
+    ast.increment_lineno(tree, first_line - (2 if indented else 1))
+    if not isinstance(node, ast.FunctionDef):
+        raise errors.CompileError(f"{filename}:{first_line}: error: @ptox.jit takes a function "
+                                  f"defined with def, got {type(node).__name__}")
+    return node, filename
+
+
+def _check_closures(fn, node, filename, constants):
+    """A name the function reads from an enclosing function's scope is refused (its value is
+    not a compile-time constant the program can name), unless constants= gives it. The error
+    points at its first use in the body, where the reader sees it."""
+    free = [n for n in fn.__code__.co_freevars if n not in constants]
+    if not free:
+        return
+    uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in free]
+    at = builtins.min(uses, key=lambda n: (n.lineno, n.col_offset)) if uses else node
+    name = at.id if uses else free[0]
+    cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+    try:
+        kind = f" (a {type(cell.cell_contents).__name__})"
+    except ValueError:  # an empty cell: assigned after the function was defined
+        kind = ""
+    raise errors.CompileError(
+        f"{filename}:{at.lineno}:{at.col_offset + 1}: error: @ptox.jit functions cannot close "
+        f"over local variables: '{name}'{kind} is a local variable of an enclosing function; "
+        f"pass it with constants={{'{name}': ...}} or define it at module level")
+
+
 def translate(fn, constants=None):
     """The .pto text of a Python function and a map from text lines to Python positions.
     `constants` names compile-time values (ints, floats, bools) the function reads as globals:
     immediates in ops and shapes, and `if` over one compiles only the arm taken."""
-    if fn.__code__.co_freevars:
-        raise errors.CompileError(f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}: error: "
-                                  f"@ptox.jit functions cannot close over local variables "
-                                  f"({', '.join(fn.__code__.co_freevars)})")
+    constants = constants or {}
     try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except OSError as e:
-        raise errors.CompileError(f"cannot read the source of {fn.__name__}: {e}") from None
-    filename = fn.__code__.co_filename
-    first_line = fn.__code__.co_firstlineno
-    tree = ast.parse(source)
-    node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef):
-        raise errors.CompileError(f"{filename}:{first_line}: error: @ptox.jit takes a function")
-    b = _Builder(fn, filename, first_line, constants or {})
-    b.params = b.signature(node)
-    b.body(node.body)
+        node, filename = _function_ast(fn)
+        _check_closures(fn, node, filename, constants)
+        b = _Builder(fn, filename, constants)
+        b.local_names = _local_names(node)
+        b.params = b.signature(node)
+        b.body(node.body)
+    except errors.CompileError as e:
+        # The message names the user's file:line:col; the frames of the translator under it
+        # (a dozen in a notebook's traceback) say nothing to the user, so leave them out.
+        raise e.with_traceback(None) from None
     return b.text(), b.line_map
