@@ -1002,7 +1002,8 @@ def _check_closures(fn, node, filename, constants):
     free = [n for n in fn.__code__.co_freevars if n not in constants]
     if not free:
         return
-    uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in free]
+    # The body only: annotations and decorators are evaluated in the enclosing scope.
+    uses = [n for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name) and n.id in free]
     at = builtins.min(uses, key=lambda n: (n.lineno, n.col_offset)) if uses else node
     name = at.id if uses else free[0]
     cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
