@@ -254,12 +254,13 @@ class _Builder(ast.NodeVisitor):
         lo, hi, step = (["0"] + args + ["1"])[:3] if len(args) == 1 else (args + ["1"])[:3]
         kind = ""
         for kw in call.keywords:
-            if kw.arg == "parallel" and self.const(kw.value):
-                kind = " parallel"
-            elif kw.arg == "unroll" and self.const(kw.value):
-                kind = " unroll"
-            elif kw.arg not in ("parallel", "unroll"):
+            if kw.arg not in ("parallel", "unroll"):
                 self.fail(kw, f"pl.range takes parallel= and unroll=, not {kw.arg}=")
+            flag = self.const(kw.value)
+            if flag is None:  # a run-time value cannot choose how the loop is compiled
+                self.fail(kw.value, f"{kw.arg}= takes a compile-time constant (True / False)")
+            if flag:
+                kind = f" {kw.arg}"
         iv = self.fresh(s.target.id)
         # Names defined before the loop and assigned in its body are carried: iteration k reads
         # what iteration k - 1 assigned (an IR iter argument), and after the loop the name is
@@ -514,7 +515,10 @@ class _Builder(ast.NodeVisitor):
     def op(self, node, name, operands, attrs=None, type_text=None, hint="t", result=True):
         attr = ""
         if attrs:
-            attr = " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}"
+            try:
+                attr = " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}"
+            except errors.CompileError as e:
+                self.fail(node, str(e))
         ty = f" : {type_text}" if type_text else ""
         if not result:
             self.emit(node, f"{name} {', '.join(operands)}{attr}{ty}")
@@ -800,7 +804,10 @@ class _Builder(ast.NodeVisitor):
             shape = self.keyword(node, "shape")
             if shape is None:
                 self.fail(node, "pl.load needs shape=(rows, cols)")
-            dims, dtype = _parse_type(self.type_of(node, t))
+            src = self.type_of(node, t)
+            if src is None or not src.startswith("tensor<"):
+                self.fail(node.args[0], f"pl.load reads a tensor, got {src or t}")
+            dims, dtype = _parse_type(src)
             ty = "tile<" + "x".join(str(d) for d in shape) + f"x{dtype}>"
             attr = " {" + ", ".join(f"{k} = {_attr(float(v))}" for k, v in attrs.items()) + "}" \
                 if attrs else ""

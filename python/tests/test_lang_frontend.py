@@ -279,3 +279,27 @@ def test_a_function_without_source_is_a_clear_error():
     message = compile_error(scope["f"], np.ones(4, np.float32))
     assert message.startswith("<no-source>:2: error: cannot read the source of f"), message
     assert "linecache" in message, message
+
+
+@pytest.mark.parametrize("body,line,col,message", [
+    # Each was a Python exception, a message without a position, or silently accepted.
+    ("with pl.incore():\n        t = pl.load(3.0, [0, 0], shape=(4, 4))", 6, 21,
+     "pl.load reads a tensor"),
+    ("for i in pl.range(0, 4, parallel=x):\n        pass", 5, 38,
+     "parallel= takes a compile-time constant"),
+    ("return pl.rmsnorm(x, x, eps='a\"b')", 5, 12, "attribute strings cannot hold quotes"),
+    ("return x * math.nope", 5, 16, "'math' has no attribute 'nope'"),
+    ("return pl.concat(axis=0)", 5, 12, "takes the tensors to join"),
+])
+def test_language_errors_in_a_cell_name_the_expression(body, line, col, message):
+    filename = "<ipython-input-7-0badc0de>"
+    source = ("import math\nimport ptox.lang as pl\n\n"
+              "def f(x: pl.In['N', 4, pl.f32]) -> pl.Out['N', 4, pl.f32]:\n    " + body +
+              "\n    return x\n")
+    try:
+        scope = run_cell(source, filename)
+        error = compile_error(scope["f"], np.ones((4, 4), np.float32))
+    finally:
+        linecache.cache.pop(filename, None)
+    assert error.startswith(f"{filename}:{line}:{col}: error: "), error
+    assert message in error, error
