@@ -148,8 +148,10 @@ class _Builder(ast.NodeVisitor):
         raise errors.CompileError(f"{self.where(node)}: error: {message}")
 
     def emit(self, node, text):
+        """Writes a line of text made by `node` (a block's closing brace and its yields: the
+        block's statement), so every line an error may name has a Python position."""
         self.lines.append("  " * self.depth + text)
-        self.line_map[len(self.lines)] = self.where(node) if node is not None else None
+        self.line_map[len(self.lines)] = self.where(node)
 
     def fresh(self, hint):
         base = hint if hint.isidentifier() else "t"
@@ -285,7 +287,7 @@ class _Builder(ast.NodeVisitor):
         self.closers.pop()
         if carried:
             self.emit(s, "  yield " + ", ".join(yields))
-        self.emit(None, "}")
+        self.emit(s, "}")
         for n, r in zip(carried, results):
             self.env[n] = r
 
@@ -315,7 +317,7 @@ class _Builder(ast.NodeVisitor):
         self.closers.append("}")
         self.scoped(s.body)
         self.closers.pop()
-        self.emit(None, "}")
+        self.emit(s, "}")
 
     def if_(self, s):
         """`if c:` over a scalar. Names defined before the if and assigned in an arm, or assigned
@@ -343,11 +345,11 @@ class _Builder(ast.NodeVisitor):
         then_vals, then_types = self.arm(s, s.body, results, typed=True)
         then_yield = len(self.lines) - 1
         if s.orelse or results:
-            self.emit(None, "} else {")
+            self.emit(s, "} else {")
             else_vals, _ = self.arm(s, s.orelse, results)
         else_yield = len(self.lines) - 1
         self.closers.pop()
-        self.emit(None, "}")
+        self.emit(s, "}")
         if not results:
             return
         values = [_Value(self.fresh(n), v.kind) for n, v in zip(results, then_vals)]
@@ -370,7 +372,7 @@ class _Builder(ast.NodeVisitor):
                             "if and not defined before it")
         types = [self.type_of(node, str(v)) for v in vals] if typed else None
         if results:
-            self.emit(None, "")  # the yield: if_ writes it once the header has its results
+            self.emit(node, "")  # the yield: if_ writes it once the header has its results
         self.depth -= 1
         self.env = saved
         return vals, types

@@ -290,6 +290,9 @@ def test_a_function_without_source_is_a_clear_error():
     ("return pl.rmsnorm(x, x, eps='a\"b')", 5, 12, "attribute strings cannot hold quotes"),
     ("return x * math.nope", 5, 16, "'math' has no attribute 'nope'"),
     ("return pl.concat(axis=0)", 5, 12, "takes the tensors to join"),
+    # An arm's value of another type: the if (was the return, naming a line of the IR).
+    ("y = x\n    if x.shape[0] > 2:\n        y = pl.cast(x, dtype=pl.f16)\n"
+     "    y = pl.exp(pl.cast(y, dtype=pl.f32))", 6, 5, "yield value 0"),
 ])
 def test_language_errors_in_a_cell_name_the_expression(body, line, col, message):
     filename = "<ipython-input-7-0badc0de>"
