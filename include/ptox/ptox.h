@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ptox/dtype.h"
@@ -41,6 +42,18 @@ struct ParamInfo {
   std::vector<Dim> dims;
 };
 
+// How the runs of a program on one target got their executables (Program::Stats): what a front
+// end shows so that "one compile, whatever the sizes" can be checked (Python: kernel.stats()).
+struct CompileStats {
+  int64_t runs = 0;      // runs whose arguments were accepted
+  int64_t compiles = 0;  // executables made: lowered, generated and loaded, once per function and
+                         // fuse setting (not per size of a symbolic dim); failed compiles not counted
+  int64_t builds = 0;      // of those, the ones the toolchain built
+  int64_t cache_hits = 0;  // of those, the ones a compiled target found in the compile cache (on
+                           // disk, or loaded in this process by another program); the interpreter
+                           // has neither
+};
+
 // A parsed and verified module. Cheap to copy (shares the immutable IR).
 class Program {
  public:
@@ -66,6 +79,9 @@ class Program {
   void ForgetConstants() const;
   // The bytes those blocks hold now.
   int64_t ConstantBytes() const;
+  // Per target name ("cpu-avx512", "interp"), in name order: how the runs of this program and
+  // its copies got their executables.
+  std::vector<std::pair<std::string, CompileStats>> Stats() const;
 
  private:
   friend Status Run(const Program& program, const std::vector<Arg>& args,

@@ -193,6 +193,13 @@ NB_MODULE(_core, m) {
         return out;
       }, nb::arg("function") = "")
       .def("forget_constants", &ptox::Program::ForgetConstants)
+      // [(target, (runs, compiles, builds, cache_hits))]: kernel.stats()
+      .def("compile_stats", [](const ptox::Program& p) {
+        std::vector<std::pair<std::string, std::tuple<int64_t, int64_t, int64_t, int64_t>>> out;
+        for (const auto& [target, s] : p.Stats())
+          out.emplace_back(target, std::make_tuple(s.runs, s.compiles, s.builds, s.cache_hits));
+        return out;
+      })
       .def("value_types", [](const ptox::Program& p, const std::string& function) {
         nb::dict out;
         for (const auto& [name, type] : Take(p.ValueTypes(function))) out[name.c_str()] = type;

@@ -71,6 +71,8 @@ struct Program::Compiled {
       executables;
   // What each target keeps for this program across runs (targets::ProgramState).
   std::map<const targets::Target*, std::unique_ptr<targets::ProgramState>> states;
+  // Runs, compiles, builds and cache hits per target name (Program::Stats).
+  std::map<std::string, CompileStats, std::less<>> stats;
 
   // The state of `target`, made on first use (nullptr for a target that keeps none).
   targets::ProgramState* StateFor(const targets::Target& target) {
@@ -126,6 +128,12 @@ int64_t Program::ConstantBytes() const {
   for (const auto& [target, state] : compiled_->states)
     if (state) bytes += state->ConstantBytes();
   return bytes;
+}
+
+std::vector<std::pair<std::string, CompileStats>> Program::Stats() const {
+  if (!compiled_) return {};
+  std::lock_guard<std::mutex> lock(compiled_->mu);
+  return {compiled_->stats.begin(), compiled_->stats.end()};
 }
 
 std::string Program::ToText() const { return ir::Print(*module_); }
@@ -367,7 +375,15 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
     {
       std::lock_guard<std::mutex> lock(program.compiled_->mu);
       auto& slot = program.compiled_->executables[{f, &target, options.fuse}];
-      if (!slot) slot = driver::Compile(target, *f, options.fuse);
+      CompileStats& stats = program.compiled_->stats[std::string(target.name())];
+      ++stats.runs;
+      if (!slot) {
+        bool built = false;
+        slot = driver::Compile(target, *f, options.fuse, &built);
+        ++stats.compiles;
+        stats.builds += built;
+        stats.cache_hits += target.compiled() != nullptr && !built;
+      }
       exe = slot;
     }
     std::shared_lock<std::shared_mutex> in_use;  // ForgetConstants waits for this run

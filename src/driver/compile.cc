@@ -32,12 +32,13 @@ std::string KeyOf(const targets::CompiledTarget& target, const std::string& sour
 // The entry for `key`: cached, or built now (PTOX_FAULT=compile:N fails the N-th build after
 // the compiler ran, as a compiler crash would).
 CompileCache::Built BuildCached(const targets::CompiledTarget& target, const std::string& source,
-                                const std::string& key) {
+                                const std::string& key, bool* built = nullptr) {
   CompileCache cache;
   const std::string identity = HashHex(target.BuildIdentity());
   const std::string ext(target.artifact_extension());
   if (std::optional<std::string> path = cache.Lookup(key, identity, ext))
     return {*path, false, ""};
+  if (built) *built = true;
   return cache.Insert(key, identity, ext, [&](const std::string& tmp) {
     target.Build(source, key, tmp);
     if (fault::ShouldFail(fault::Site::kCompile))
@@ -47,7 +48,7 @@ CompileCache::Built BuildCached(const targets::CompiledTarget& target, const std
 }
 
 std::shared_ptr<const targets::Executable> Build(const targets::CompiledTarget& target,
-                                                 const ir::Func& func, bool fuse) {
+                                                 const ir::Func& func, bool fuse, bool* built) {
   std::string source = target.Source(Lower(target.caps(), func, fuse));
   std::string key = KeyOf(target, source);
 
@@ -55,15 +56,15 @@ std::shared_ptr<const targets::Executable> Build(const targets::CompiledTarget& 
   static std::map<std::string, std::shared_ptr<const targets::Executable>> loaded;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-  CompileCache::Built built = BuildCached(target, source, key);
+  CompileCache::Built artifact = BuildCached(target, source, key, built);
   std::shared_ptr<const targets::Executable> exe;
   try {
-    exe = target.Load(built.path, key);
+    exe = target.Load(artifact.path, key);
   } catch (...) {
-    CompileCache::Discard(built);
+    CompileCache::Discard(artifact);
     throw;
   }
-  CompileCache::Discard(built);  // a loaded object needs no file
+  CompileCache::Discard(artifact);  // a loaded object needs no file
   loaded[key] = exe;
   return exe;
 }
@@ -76,9 +77,10 @@ std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func
 }
 
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
-                                                   const ir::Func& func, bool fuse) {
+                                                   const ir::Func& func, bool fuse, bool* built) {
+  if (built) *built = false;
   if (const targets::CompiledTarget* compiled = target.compiled())
-    return Build(*compiled, func, fuse);
+    return Build(*compiled, func, fuse, built);
   return target.Interpret(func);
 }
 

@@ -19,8 +19,10 @@ std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func
 
 // The executable of `func` for `target`: the interpreter's, or lowered, generated, built (on a
 // cache miss) and loaded. Compiled executables are also memoized in the process, so a second
-// call costs one hash.
+// call costs one hash. `built`, when given, is set to whether the toolchain built it (false: the
+// compile cache or this process had it, or the target interprets).
 std::shared_ptr<const targets::Executable> Compile(const targets::Target& target,
-                                                   const ir::Func& func, bool fuse = true);
+                                                   const ir::Func& func, bool fuse = true,
+                                                   bool* built = nullptr);
 
 }  // namespace ptox::driver
