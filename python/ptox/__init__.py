@@ -15,6 +15,7 @@ docs/python.md has the language, the calling convention, dtypes, caching and err
 
 import os as _os
 import re as _re
+import threading as _threading
 
 # The CPU targets compile generated code against the kernel headers shipped in this package
 # (a user's PTOX_KERNELS_DIR wins).
@@ -108,30 +109,59 @@ def load(path, function="", **kwargs):
 
 
 class JitFunction(Kernel):
-    """A Python function compiled from its AST (``@ptox.jit``); call it like the function."""
+    """A Python function compiled from its AST (``@ptox.jit``); call it like the function.
+
+    Decorating only records the function: its translation to IR (and any language error, as a
+    CompileError at the Python file:line:col) happens on first use (a call, ``.ir()``,
+    ``.params``, ``.source()``), as Triton's ``@jit`` does, so importing a module of kernels costs
+    nothing and the module constants the function reads may be defined after it."""
+
+    # What the translation makes; the first read of any of them translates (see __getattr__).
+    _TRANSLATED = frozenset({"program", "_params", "_n", "_written", "_name", "_text",
+                             "_line_map"})
 
     def __init__(self, fn, target="cpu", threads=0, constants=None):
-        text, line_map = lang.translate(fn, constants)
         self.__wrapped__ = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
-        self._text = text
-        label = f"<jit {fn.__name__}>"
-        pattern = _re.compile(_re.escape(label) + r":(\d+)(?::\d+)?")
+        self._constants = constants
+        self._translating = _threading.Lock()
+        super().__init__(None, fn.__name__, target, threads, self._python_positions)
 
-        def where(message):
-            """The message with each position in the generated text replaced by the Python
-            file:line:col of the expression that wrote that line."""
-            def python_position(m):
-                line = int(m.group(1)) - 1  # text line 1 is the func header
-                return line_map.get(line) or f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
-            return pattern.sub(python_position, message)
+    def __getattr__(self, name):
+        # Called only for attributes not set yet: after the first translation these are plain
+        # instance attributes, so a call pays nothing for the laziness.
+        if name not in JitFunction._TRANSLATED:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._translate()
+        return self.__dict__[name]
 
-        try:
-            program = _core.Program.parse(text, label)
-        except InvalidError as e:
-            raise CompileError(where(str(e))) from None
-        super().__init__(program, fn.__name__, target, threads, where)
+    def _translate(self):
+        """Translates the function to .pto text and parses it into the program (once, whatever
+        threads call it first); a language error is a CompileError naming the Python source."""
+        with self._translating:
+            if "program" in self.__dict__:
+                return
+            fn = self.__wrapped__
+            text, self._line_map = lang.translate(fn, self._constants)
+            try:
+                program = _core.Program.parse(text, f"<jit {fn.__name__}>")
+            except InvalidError as e:
+                raise CompileError(self._python_positions(str(e))) from None
+            self._text = text
+            self._set_program(program)  # other threads wait on the lock, then see it all
+
+    def _python_positions(self, message):
+        """The message with each position in the generated text replaced by the Python
+        file:line:col of the expression that wrote that line."""
+        fn = self.__wrapped__
+        line_map = self.__dict__.get("_line_map", {})
+        pattern = _re.compile(_re.escape(f"<jit {fn.__name__}>") + r":(\d+)(?::\d+)?")
+
+        def python_position(m):
+            line = int(m.group(1)) - 1  # text line 1 is the func header
+            return line_map.get(line) or f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+        return pattern.sub(python_position, message)
 
     def ir(self):
         return self._text

@@ -59,6 +59,36 @@ def _is_array(x):
     return isinstance(x, np.ndarray) or hasattr(x, "__dlpack__")
 
 
+def _ptox_dtype_or_none(array):
+    try:
+        return _dtype_of(array)
+    except errors.ShapeError:
+        return None
+
+
+def _dtype_name(array):
+    """An array's dtype as its own library spells it: float64, bfloat16, torch.float64."""
+    if type(array).__module__.startswith("torch"):
+        return str(array.dtype)
+    try:
+        return np.dtype(array.dtype).name
+    except TypeError:
+        return str(array.dtype)
+
+
+def _kind_of(value):
+    """What a value is, for an argument error: "int", "float", "an array of shape (3, 4)"."""
+    if _is_array(value):
+        return f"an array of shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def _spelled(param, dtype=True):
+    """A tensor parameter's type as a user reads it: "N x 16 f32"."""
+    dims = " x ".join(str(d) for d in param["dims"]) or "scalar"
+    return f"{dims} {param['dtype']}" if dtype else dims.replace(" x ", ", ")
+
+
 class Kernel:
     """A compiled-on-first-call function of a ptox program.
 
@@ -68,7 +98,6 @@ class Kernel:
     """
 
     def __init__(self, program, function="", target="cpu", threads=0, where=None):
-        self.program = program
         # Inputs whose contents stay the same between calls (model weights): compiled matmuls
         # keep the blocks they pack from them (RunOptions::constants). After changing one,
         # call forget_constants().
@@ -80,9 +109,15 @@ class Kernel:
         self.target = target
         self.threads = threads
         self._where = where  # maps a C++ diagnostic to the Python source (ptox.jit)
-        self._params = program.params(function)
+        if program is not None:  # None: a subclass sets it later (ptox.jit, on first use)
+            self._set_program(program)
+
+    def _set_program(self, program):
+        self.program = program
+        self._params = program.params(self.function)
         self._n = len(self._params)
         self._written = [p["dir"] != "in" for p in self._params]
+        self._name = self.function or program.function_names()[-1]
 
     def forget_constants(self):
         """Drops the packed blocks kept for constant_inputs (their contents changed)."""
@@ -113,6 +148,21 @@ class Kernel:
                     f.write(text)
         return stages
 
+    def stats(self):
+        """How this kernel's calls got their compiled code: ``calls`` (runs whose arguments were
+        accepted), ``compiles`` (executables made: the program lowered and its code generated,
+        once per target, fuse setting and function, not per size), ``builds`` (of those, the ones
+        the host compiler built), ``cache_hits`` (of those, the ones whose binary the compile
+        cache already held, on disk or loaded in this process); and the same per target, under
+        ``"targets"`` ({"cpu-avx512": {...}}). A call that reuses a compiled executable counts
+        in ``calls`` only."""
+        keys = ("calls", "compiles", "builds", "cache_hits")  # the order compile_stats gives
+        per_target = {target: dict(zip(keys, counts))
+                      for target, counts in self.program.compile_stats()}
+        total = {k: sum(t[k] for t in per_target.values()) for k in keys}
+        total["targets"] = per_target
+        return total
+
     def _located(self, e):
         return self._where(str(e)) if self._where is not None else str(e)
 
@@ -121,6 +171,40 @@ class Kernel:
             return fn(*args, **kwargs)
         except errors.Error as e:
             raise type(e)(self._located(e)) from None
+
+    def _check_arguments(self, values):
+        """The symbols the arguments `values` (in parameter order, perhaps fewer than the
+        parameters) bind; raises ShapeError naming the first argument that does not fit its
+        parameter: "argument 'x' (parameter 1 of kernel f): expected f32, got float64"."""
+        symbols = {}
+        for i, (p, v) in enumerate(zip(self._params, values)):
+            def error(what):
+                return errors.ShapeError(f"argument '{p['name']}' (parameter {i + 1} of kernel "
+                                         f"{self._name}): {what}")
+            if not p["is_tensor"]:
+                if _is_array(v) or not isinstance(v, (bool, int, float, np.integer, np.floating)):
+                    raise error(f"expected a scalar ({p['dtype']}), got {_kind_of(v)}")
+                if p["dtype"] in ("f32", "f16", "bf16") and not isinstance(v, (float, np.floating)):
+                    raise error(f"expected a float scalar ({p['dtype']}), got {_kind_of(v)}")
+                if p["dtype"] not in ("f32", "f16", "bf16") and isinstance(v, (float, np.floating)):
+                    raise error(f"expected an integer scalar ({p['dtype']}), got {_kind_of(v)}")
+                continue
+            if not _is_array(v):
+                raise error(f"expected a tensor ({_spelled(p)}), got {_kind_of(v)}")
+            shape = tuple(v.shape)
+            if len(shape) != len(p["dims"]):
+                raise error(f"expected {len(p['dims'])} dims ({_spelled(p)}), got an array of "
+                            f"shape {shape}")
+            if _ptox_dtype_or_none(v) != p["dtype"]:
+                raise error(f"expected {p['dtype']}, got {_dtype_name(v)}")
+            for d, (want, got) in enumerate(zip(p["dims"], shape)):
+                if isinstance(want, str):
+                    if symbols.setdefault(want, got) != got:
+                        raise error(f"dim {d} is {want} = {symbols[want]} from an earlier "
+                                    f"argument, got shape {shape}")
+                elif want != got:
+                    raise error(f"expected shape ({_spelled(p, dtype=False)}), got {shape}")
+        return symbols
 
     def _bind(self, args, out):
         """The argument list for the C++ core (outputs not given allocated, their symbolic dims
@@ -139,21 +223,7 @@ class Kernel:
                 names = ", ".join(p["name"] for p in missing if p["dir"] != "out")
                 raise errors.ShapeError(f"missing arguments for {names}")
         values = given + outs
-        symbols = {}
-        for p, v in zip(params, values):
-            if p["is_tensor"]:
-                if not _is_array(v):
-                    raise errors.ShapeError(f"%{p['name']} is a tensor, got {type(v).__name__}")
-                shape = tuple(v.shape)
-                if len(shape) != len(p["dims"]):
-                    raise errors.ShapeError(f"%{p['name']} has {len(p['dims'])} dims, got an array "
-                                            f"of shape {shape}")
-                for d, (want, got) in enumerate(zip(p["dims"], shape)):
-                    if isinstance(want, str):
-                        if symbols.setdefault(want, got) != got:
-                            raise errors.ShapeError(
-                                f"dim {d} of %{p['name']} is {want} = {symbols[want]} from an "
-                                f"earlier argument, got {got}")
+        symbols = self._check_arguments(values)
         allocated = []
         for p in params[len(values):]:
             dims = []
@@ -200,6 +270,7 @@ class Kernel:
                 ran = _core.run_direct(self.program, full, target, self.function, threads,
                                        list(self.constant_inputs), self.fuse)
             except errors.InvalidError as e:
+                self._check_arguments(full)  # names the argument at fault, when one is
                 raise errors.ShapeError(self._located(e)) from None
             except errors.Error as e:
                 raise type(e)(self._located(e)) from None

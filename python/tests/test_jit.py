@@ -92,7 +92,7 @@ def test_an_ill_typed_expression_is_reported_at_its_python_line():
 
     line = inspect.getsourcelines(bad)[1] + 2
     with pytest.raises(ptox.CompileError) as e:
-        ptox.jit(bad)
+        ptox.jit(bad).ir()  # translated on first use
     assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
 
 
@@ -110,7 +110,7 @@ def test_unsupported_python_is_a_clear_compile_error(body, message, tmp_path):
     scope = {}
     exec(compile(src, str(path), "exec"), scope)
     with pytest.raises(ptox.CompileError, match=message) as e:
-        ptox.jit(scope["f"])
+        ptox.jit(scope["f"]).ir()
     assert "user_kernel.py:4:" in str(e.value), str(e.value)
 
 
@@ -121,7 +121,7 @@ def test_closures_are_refused():
         return x * scale
 
     with pytest.raises(ptox.CompileError, match="close over"):
-        ptox.jit(f)
+        ptox.jit(f).ir()
 
 
 def test_a_run_time_error_points_at_the_python_line():
@@ -205,7 +205,7 @@ def test_a_name_assigned_in_one_arm_only_is_not_a_result():
 
     line = inspect.getsourcelines(f)[1] + 3  # return y
     with pytest.raises(ptox.CompileError, match="'y' is not defined here") as e:
-        ptox.jit(f)
+        ptox.jit(f).ir()
     assert f"test_jit.py:{line}:" in str(e.value), str(e.value)
 
 
@@ -261,7 +261,7 @@ def test_constants_specialize_shapes_loops_and_ifs(negate):
 
 def test_a_missing_constant_names_the_annotation():
     with pytest.raises(ptox.CompileError, match="cannot evaluate the annotation"):
-        ptox.jit(scaled_rows, constants={"REPS": 1})
+        ptox.jit(scaled_rows, constants={"REPS": 1}).ir()
 
 
 @ptox.jit
@@ -295,7 +295,7 @@ def test_tile_assemble_writes_a_tile_into_a_copy_of_another():
     np.testing.assert_array_equal(rotate_half(x, check=True),
                                   np.concatenate([-x[:, 4:], x[:, :4]], axis=1))
     with pytest.raises(ptox.CompileError, match=r"pl.tile.assemble\(dst, src, \[row, col\]\)"):
-        ptox.jit(assemble_without_offsets)
+        ptox.jit(assemble_without_offsets).ir()
 
 
 def assemble_without_offsets(x: pl.In[4, 8, pl.f32], y: pl.Out[4, 8, pl.f32]):
@@ -410,7 +410,7 @@ def test_an_incore_body_cannot_assign_an_outer_name_in_a_nested_if():
             pl.store(pl.load(x, [0, 0], shape=(8, 16)) * s, y, [0, 0])
 
     with pytest.raises(ptox.CompileError, match="'s' is defined before this block"):
-        ptox.jit(f)
+        ptox.jit(f).ir()
 
 
 def test_an_empty_tensor_takes_its_symbolic_sizes_from_the_parameters():
@@ -425,7 +425,7 @@ def test_an_empty_tensor_takes_its_symbolic_sizes_from_the_parameters():
     for target in ("interp", "cpu"):
         np.testing.assert_array_equal(f(x, target=target), np.stack([x, -x]))
     with pytest.raises(ptox.CompileError, match="no parameter has the dim 'M'"):
-        ptox.jit(lambda_free_empty)
+        ptox.jit(lambda_free_empty).ir()
 
 
 def lambda_free_empty(x: pl.In["N", pl.f32]) -> pl.Out["N", pl.f32]:

@@ -126,13 +126,14 @@ def test_every_example_runs_on_cpu_like_the_interpreter():
 def test_shape_errors_name_the_parameter():
     k = ptox.parse(ADD)
     a = np.ones((3, 8), np.float32)
-    with pytest.raises(ptox.ShapeError, match="dim 0 of %b is N = 3"):
+    with pytest.raises(ptox.ShapeError, match=r"argument 'b' \(parameter 2 of kernel add\): dim 0 "
+                       "is N = 3 from an earlier argument"):
         k(a, np.ones((4, 8), np.float32))
-    with pytest.raises(ptox.ShapeError, match="has 2 dims"):
+    with pytest.raises(ptox.ShapeError, match=r"argument 'b' .*: expected 2 dims \(N x 8 f32\)"):
         k(a, np.ones(8, np.float32))
     with pytest.raises(ptox.ShapeError, match="missing arguments for b"):
         k(a)
-    with pytest.raises(ptox.InvalidError, match="dtype"):
+    with pytest.raises(ptox.InvalidError, match="argument 'b' .*: expected f32, got float64"):
         k(a, np.ones((3, 8), np.float64))
     with pytest.raises(ptox.ShapeError, match="alias"):
         k(a, a, out=a)  # an output aliasing an input
