@@ -986,8 +986,9 @@ def _function_ast(fn):
         raise errors.CompileError(
             f"{filename}:{fn.__code__.co_firstlineno}: error: cannot read the source of "
             f"{fn.__name__} ({e}); @ptox.jit compiles a function from its source, so it must be "
-            "defined in a file, an IPython / Jupyter cell, or source registered in linecache"
-        ) from None
+            "defined in a file, an IPython / Jupyter cell, or source registered in linecache "
+            "(exec of a string and %%time / %%timeit cells keep none: define the kernel in a "
+            "cell of its own)") from None
     source = "".join(lines)
     indented = source[:1] in (" ", "\t")
     try:
