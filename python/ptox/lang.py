@@ -811,6 +811,9 @@ class _Builder(ast.NodeVisitor):
                 self.fail(node.args[0], f"pl.load reads a tensor, got {src or t}")
             dims, dtype = _parse_type(src)
             ty = "tile<" + "x".join(str(d) for d in shape) + f"x{dtype}>"
+            for kw in node.keywords:  # pad= (the value of elements outside the tensor)
+                if kw.arg in attrs and _number(attrs[kw.arg]) is None:
+                    self.fail(kw.value, f"{kw.arg}= takes a number, got {attrs[kw.arg]!r}")
             attr = " {" + ", ".join(f"{k} = {_attr(float(v))}" for k, v in attrs.items()) + "}" \
                 if attrs else ""
             v = _Value(self.fresh(hint), "tile")

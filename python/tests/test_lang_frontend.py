@@ -289,6 +289,8 @@ def test_a_function_without_source_is_a_clear_error():
      "parallel= takes a compile-time constant"),
     ("return pl.rmsnorm(x, x, eps='a\"b')", 5, 12, "attribute strings cannot hold quotes"),
     ("return x * math.nope", 5, 16, "'math' has no attribute 'nope'"),
+    ("with pl.incore():\n        t = pl.load(x, [0, 0], shape=(4, 4), pad='zero')", 6, 50,
+     "pad= takes a number, got 'zero'"),
     ("return pl.concat(axis=0)", 5, 12, "takes the tensors to join"),
     # An arm's value of another type: the if (was the return, naming a line of the IR).
     ("y = x\n    if x.shape[0] > 2:\n        y = pl.cast(x, dtype=pl.f16)\n"
