@@ -23,6 +23,11 @@ def matmul(a: pl.In["M", 32, pl.f32], b: pl.In[32, 16, pl.f32]) -> pl.Out["M", 1
 
 
 @ptox.jit
+def matmul_k(a: pl.In["M", "K", pl.f32], b: pl.In["K", 16, pl.f32]) -> pl.Out["M", 16, pl.f32]:
+    return a @ b
+
+
+@ptox.jit
 def gather_rows(table: pl.In["V", 8, pl.f32], ids: pl.In["T", pl.i32]) -> pl.Out["T", 8, pl.f32]:
     return pl.gather(table, ids)
 
@@ -65,6 +70,10 @@ def test_a_matmul_with_m_zero_is_empty(target):
     c = matmul(a, b, target=target)
     assert c.shape == (0, 16)
     np.testing.assert_array_equal(c, a @ b)
+    # K = 0: an empty sum is 0 (docs/ops.md), so the product is zeros of shape M x N.
+    for m, k in ((3, 0), (0, 0)):
+        a, b = np.ones((m, k), np.float32), np.ones((k, 16), np.float32)
+        np.testing.assert_array_equal(matmul_k(a, b, target=target), a @ b)
 
 
 @pytest.mark.parametrize("target", TARGETS)
