@@ -166,6 +166,11 @@ class _Builder(ast.NodeVisitor):
     def signature(self, node):
         self.def_node = node
         self.line_map[0] = self.where(node)  # the func header: an error there is the def's
+        extra = node.args.posonlyargs + node.args.kwonlyargs + [
+            a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        if extra:  # they were dropped: the kernel then failed at a use, 'not defined here'
+            self.fail(extra[0], f"parameter '{extra[0].arg}': a kernel's parameters are plain "
+                                "positional ones (no *args, **kwargs, / or *)")
         params = []
         for a in node.args.args:
             if a.annotation is None:

@@ -218,6 +218,15 @@ whose second line is indented less than the body (textwrap.dedent cannot dedent 
     assert message.startswith(position(f, 4, "pl.exp(y)")), message
 
 
+def test_a_parameter_the_language_has_not_is_named():
+    def f(x: pl.In[4, pl.f32], *, s: pl.f32) -> pl.Out[4, pl.f32]:
+        return x * s
+
+    message = compile_error(f, np.ones(4, np.float32))
+    assert message.startswith(position(f, 0, "s: pl.f32")), message
+    assert "parameter 's'" in message, message
+
+
 def test_a_language_error_names_the_expression():
     def f(x: pl.In[4, pl.f32]) -> pl.Out[4, pl.f32]:
         y = x + 1.0
