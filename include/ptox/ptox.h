@@ -45,9 +45,9 @@ struct ParamInfo {
 // How the runs of a program on one target got their executables (Program::Stats): what a front
 // end shows so that "one compile, whatever the sizes" can be checked (Python: kernel.stats()).
 struct CompileStats {
-  int64_t runs = 0;      // runs whose arguments were accepted
-  int64_t compiles = 0;  // executables made: lowered, generated and loaded, once per function and
-                         // fuse setting (not per size of a symbolic dim); failed compiles not counted
+  int64_t runs = 0;        // runs whose arguments were accepted
+  int64_t compiles = 0;    // executables made (lowered, generated, loaded): once per function and
+                           // fuse setting, not per size of a symbolic dim; failures not counted
   int64_t builds = 0;      // of those, the ones the toolchain built
   int64_t cache_hits = 0;  // of those, the ones a compiled target found in the compile cache (on
                            // disk, or loaded in this process by another program); the interpreter
