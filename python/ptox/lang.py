@@ -130,7 +130,9 @@ class _Builder(ast.NodeVisitor):
     def __init__(self, fn, filename, constants):
         self.fn, self.filename = fn, filename
         self.constants = dict(constants)  # compile-time names: immediates wherever they appear
-        self.lines, self.line_map = [], {}  # text line number (1-based) -> Python (line, col)
+        # body line number (1-based; 0: the func header) -> the Python "file:line:col" that
+        # wrote it; text line k is body line k - 1
+        self.lines, self.line_map = [], {}
         self.env, self.names, self.depth = {}, set(), 1
         self.closers = []  # what closes each open block, for the type probe (type_of)
         self.globals = {**fn.__globals__, **self.constants}
@@ -164,7 +166,6 @@ class _Builder(ast.NodeVisitor):
 
     # ---- the signature ------------------------------------------------------------------------
     def signature(self, node):
-        self.def_node = node
         self.line_map[0] = self.where(node)  # the func header: an error there is the def's
         extra = node.args.posonlyargs + node.args.kwonlyargs + [
             a for a in (node.args.vararg, node.args.kwarg) if a is not None]
@@ -797,9 +798,7 @@ class _Builder(ast.NodeVisitor):
 
     def text_position(self, line):
         """The Python file:line:col that wrote line `line` of self.text() (1: the header, the
-        def), or None for a line no Python expression wrote (a closing brace)."""
-        if line == 1:
-            return self.where(self.def_node)
+        def), or None past its end (the closers the probe adds)."""
         return self.line_map.get(line - 1)
 
     def tile_memory(self, node, name, attrs, hint):
