@@ -32,15 +32,12 @@ def compile_error(fn, *args, **kwargs):
     return str(e.value)
 
 
-def position(fn, line_offset, text, nth=0):
-    """`file:line:col` of the nth occurrence of `text` on the line `line_offset` lines below the
-    first line of fn's source (the def, or its first decorator)."""
+def position(fn, line_offset, text):
+    """`file:line:col` of `text` on the line `line_offset` lines below the first line of fn's
+    source (the def, or its first decorator)."""
     lines, first = inspect.getsourcelines(fn)
-    line = lines[line_offset]
-    col = -1
-    for _ in range(nth + 1):
-        col = line.index(text, col + 1)
-    return f"{fn.__code__.co_filename}:{first + line_offset}:{col + 1}"
+    col = lines[line_offset].index(text) + 1
+    return f"{fn.__code__.co_filename}:{first + line_offset}:{col}"
 
 
 # ---- pl.concat along a symbolic axis (issue 60, item 5) ----------------------------------------
