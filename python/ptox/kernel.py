@@ -83,6 +83,42 @@ def _kind_of(value):
     return type(value).__name__
 
 
+_FLOATS = ("f32", "f16", "bf16")
+
+
+def _scalar_mismatch(param, value):
+    """Why `value` cannot be the scalar parameter `param`, or None."""
+    if _is_array(value) or not isinstance(value, (bool, int, float, np.integer, np.floating)):
+        return f"expected a scalar ({param['dtype']}), got {_kind_of(value)}"
+    is_float = isinstance(value, (float, np.floating))
+    if param["dtype"] in _FLOATS and not is_float:
+        return f"expected a float scalar ({param['dtype']}), got {_kind_of(value)}"
+    if param["dtype"] not in _FLOATS and is_float:
+        return f"expected an integer scalar ({param['dtype']}), got {_kind_of(value)}"
+    return None
+
+
+def _tensor_mismatch(param, value, symbols):
+    """Why `value` cannot be the tensor parameter `param`, or None; binds the symbols of its
+    dims in `symbols` (those an earlier argument bound must agree)."""
+    if not _is_array(value):
+        return f"expected a tensor ({_spelled(param)}), got {_kind_of(value)}"
+    shape = tuple(value.shape)
+    if len(shape) != len(param["dims"]):
+        return (f"expected {len(param['dims'])} dims ({_spelled(param)}), got an array of "
+                f"shape {shape}")
+    if _ptox_dtype_or_none(value) != param["dtype"]:
+        return f"expected {param['dtype']}, got {_dtype_name(value)}"
+    for d, (want, got) in enumerate(zip(param["dims"], shape)):
+        if isinstance(want, str):
+            if symbols.setdefault(want, got) != got:
+                return (f"dim {d} is {want} = {symbols[want]} from an earlier argument, got "
+                        f"shape {shape}")
+        elif want != got:
+            return f"expected shape ({_spelled(param, dtype=False)}), got {shape}"
+    return None
+
+
 def _spelled(param, dtype=True):
     """A tensor parameter's type as a user reads it: "N x 16 f32"."""
     dims = " x ".join(str(d) for d in param["dims"]) or "scalar"
@@ -178,32 +214,11 @@ class Kernel:
         parameter: "argument 'x' (parameter 1 of kernel f): expected f32, got float64"."""
         symbols = {}
         for i, (p, v) in enumerate(zip(self._params, values)):
-            def error(what):
-                return errors.ShapeError(f"argument '{p['name']}' (parameter {i + 1} of kernel "
-                                         f"{self._name}): {what}")
-            if not p["is_tensor"]:
-                if _is_array(v) or not isinstance(v, (bool, int, float, np.integer, np.floating)):
-                    raise error(f"expected a scalar ({p['dtype']}), got {_kind_of(v)}")
-                if p["dtype"] in ("f32", "f16", "bf16") and not isinstance(v, (float, np.floating)):
-                    raise error(f"expected a float scalar ({p['dtype']}), got {_kind_of(v)}")
-                if p["dtype"] not in ("f32", "f16", "bf16") and isinstance(v, (float, np.floating)):
-                    raise error(f"expected an integer scalar ({p['dtype']}), got {_kind_of(v)}")
-                continue
-            if not _is_array(v):
-                raise error(f"expected a tensor ({_spelled(p)}), got {_kind_of(v)}")
-            shape = tuple(v.shape)
-            if len(shape) != len(p["dims"]):
-                raise error(f"expected {len(p['dims'])} dims ({_spelled(p)}), got an array of "
-                            f"shape {shape}")
-            if _ptox_dtype_or_none(v) != p["dtype"]:
-                raise error(f"expected {p['dtype']}, got {_dtype_name(v)}")
-            for d, (want, got) in enumerate(zip(p["dims"], shape)):
-                if isinstance(want, str):
-                    if symbols.setdefault(want, got) != got:
-                        raise error(f"dim {d} is {want} = {symbols[want]} from an earlier "
-                                    f"argument, got shape {shape}")
-                elif want != got:
-                    raise error(f"expected shape ({_spelled(p, dtype=False)}), got {shape}")
+            why = (_tensor_mismatch(p, v, symbols) if p["is_tensor"]
+                   else _scalar_mismatch(p, v))
+            if why is not None:
+                raise errors.ShapeError(f"argument '{p['name']}' (parameter {i + 1} of kernel "
+                                        f"{self._name}): {why}")
         return symbols
 
     def _bind(self, args, out):
