@@ -70,6 +70,7 @@ class _Layout:
 
     def __init__(self, f, order, size):
         self.f, self.order, self.pos, self.size = f, order, 0, size
+        self.where = "its header"  # the part being read, for the error when the file ends
 
     def take(self, n):
         if n > self.size - self.pos:  # a length past the end: do not ask read() for it
@@ -110,11 +111,9 @@ def _truncation(path):
     layout of the GGUF spec: header, metadata, tensor table, then checks each tensor's byte range
     [data start + offset, + its type's size) against the file's size."""
     import os
-    import gguf
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(8)
-        f.seek(0)
         if head[:4] != b"GGUF"[:len(head)]:
             return None
         if len(head) < 8:
@@ -122,36 +121,50 @@ def _truncation(path):
         order = ">" if int.from_bytes(head[4:8], "little") & 0xFFFF == 0 else "<"
         if int.from_bytes(head[4:8], "little" if order == "<" else "big") not in (2, 3):
             return None  # a GGUF version the reader does not know: not a truncation
+        f.seek(0)
         r = _Layout(f, order, size)
-        where = "its header"
         try:
-            r.take(8)
-            n_tensors, n_kv = r.scalar("Q"), r.scalar("Q")
-            alignment = gguf.GGUF_DEFAULT_ALIGNMENT
-            for i in range(n_kv):
-                where = f"its metadata (entry {i + 1} of {n_kv})"
-                key, kind = r.string(), r.scalar("I")
-                if key == "general.alignment" and kind == 4:
-                    alignment = r.scalar("I")
-                else:
-                    r.skip_value(kind)
-            table = []
-            for i in range(n_tensors):
-                where = f"its tensor table (entry {i + 1} of {n_tensors})"
-                name = r.string()
-                where = f"its tensor table (the entry of tensor {name}, {i + 1} of {n_tensors})"
-                dims = [r.scalar("Q") for _ in range(r.scalar("I"))]
-                table.append((name, dims, r.scalar("I"), r.scalar("Q")))
+            start, table = _tensor_table(r)
         except _Short:
-            return f"the file is truncated: it has {size} bytes and ends inside {where}"
+            return f"the file is truncated: it has {size} bytes and ends inside {r.where}"
         except (ValueError, UnicodeError, OverflowError, MemoryError):
             return None  # not a layout this walk understands: the reader's error stands
-    start = -(-r.pos // alignment) * alignment  # the data section begins aligned
+    return _first_tensor_past(start, table, size)
+
+
+def _tensor_table(r):
+    """(the data section's offset, [(name, dims, type, offset)]) of the GGUF file `r` reads,
+    from its start; r.where says which part it is reading when the file ends."""
+    import gguf
+    r.where = "its header"
+    r.take(8)  # magic and version
+    n_tensors, n_kv = r.scalar("Q"), r.scalar("Q")
+    alignment = gguf.GGUF_DEFAULT_ALIGNMENT
+    for i in range(n_kv):
+        r.where = f"its metadata (entry {i + 1} of {n_kv})"
+        key, kind = r.string(), r.scalar("I")
+        if key == "general.alignment" and kind == 4:
+            alignment = r.scalar("I")
+        else:
+            r.skip_value(kind)
+    table = []
+    for i in range(n_tensors):
+        r.where = f"its tensor table (entry {i + 1} of {n_tensors})"
+        name = r.string()
+        r.where = f"its tensor table (the entry of tensor {name}, {i + 1} of {n_tensors})"
+        dims = [r.scalar("Q") for _ in range(r.scalar("I"))]
+        table.append((name, dims, r.scalar("I"), r.scalar("Q")))
+    return -(-r.pos // alignment) * alignment, table  # the data section begins aligned
+
+
+def _first_tensor_past(start, table, size):
+    """The error for the first tensor of `table` whose bytes end past `size`, or None."""
+    import gguf
     for name, dims, kind, offset in table:
         try:
             block, bytes_per_block = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
         except (ValueError, KeyError):
-            return None
+            return None  # a type this gguf package does not know: the reader's error stands
         end = start + offset + int(np.prod(dims, dtype=np.int64)) // block * bytes_per_block
         if end > size:
             return (f"tensor {name} ends at byte {end}, but the file has {size} bytes "
