@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/pip install -q --no-build-isolation .  # build tools come from .venv
-.venv/bin/python -m pytest -q python/tests
+# Two workers (pytest-xdist): most of a test's time is one g++ compile of a generated kernel.
+.venv/bin/python -m pytest -q -n 2 python/tests

