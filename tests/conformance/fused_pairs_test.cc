@@ -9,7 +9,7 @@
 // no loop of it had a segment boundary between an op's operands; this family applies chains.
 // Ops come from ops.def and vmath_fns.def: a new op is covered without a line here.
 //
-// Cost: g++ spends 0.2 s (cpu-scalar) to 0.4 s (cpu-avx2) of CPU on each vector-form call in a
+// Cost: g++ spends 0.2 s (cpu-scalar) to ~0.9 s (cpu-avx2) of CPU on each vector-form call in a
 // fused loop, ~2 s on each program. So there is one program per (level, target) holding every
 // dtype and width, and the CI slice (the default) needs few calls: per dtype, for each unary op
 // with a vector form and each operand position, a chain through every binary op (the innermost
@@ -143,8 +143,8 @@ std::vector<std::string> CiCases(const OpLists& ops, size_t k) {
   out.push_back(Call(op, {Call(f, {"x"}), Call(g, {"x"})}));
   out.push_back(Call(g, {Call(op, {"x", "y"})}));
   out.push_back(Call(op, {"y", Call(f, {Call(Nth(b, k + 2), {"x", "y"})})}));
-  out.push_back(Call("select", {Call(Nth(ops.compare, k), {"x", "y"}), Call(f, {"x"}),
-                                Call(g, {"y"})}));
+  out.push_back(
+      Call("select", {Call(Nth(ops.compare, k), {"x", "y"}), Call(f, {"x"}), Call(g, {"y"})}));
   return out;
 }
 
@@ -231,8 +231,8 @@ Spec TileSpec(const Plan& plan, const OpLists& ops) {
   std::vector<std::vector<Val>> outs(plan.size());
   for (size_t p = 0; p < plan.size(); ++p)
     for (size_t i = 0; i < plan[p].cases.size(); ++i)
-      outs[p].push_back(f.Param(OutputName(plan[p], i), ParamDirection::kOut,
-                                OutputType(ops, plan[p], i), dims));
+      outs[p].push_back(
+          f.Param(OutputName(plan[p], i), ParamDirection::kOut, OutputType(ops, plan[p], i), dims));
   const Val n = f.Dim(c, 0), m = f.Dim(c, 1);
   for (size_t p = 0; p < plan.size(); ++p) {
     const Part& part = plan[p];
