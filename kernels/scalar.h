@@ -193,6 +193,13 @@ template <typename T>
 PTOX_HD inline T Neg(T a) {
   return -a;
 }
+// Floats flip the sign bit in the integer domain: g++ folds `y + -x` into `y - x` (and `y - -x`,
+// `y / -x` likewise), which returns x's NaN with its own sign, so a fused add(y, neg(x)) gave
+// the other NaN than the interpreter (tests/conformance/fused_pairs_test.cc).
+template <>
+PTOX_HD inline float Neg<float>(float a) {
+  return BitsFloat(FloatBits(a) ^ 0x80000000u);
+}
 // Abs clears the sign bit of floats (Abs(-0) = +0, Abs(-Inf) = +Inf, NaN stays NaN). Exact.
 template <typename T>
 PTOX_HD inline T Abs(T a) {

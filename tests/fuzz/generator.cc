@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <string_view>
 
 namespace ptox::fuzz {
 
@@ -46,6 +48,32 @@ std::string FloatLiteral(Rng& rng) {
                                                  "nan",  "1e-30",      "1e-40", "65504.0",
                                                  "3e38", "1.00390625", "-2",    "7"};
   return rng.Chance(0.7) ? rng.Pick(kNice) : rng.Pick(kEdge);
+}
+
+namespace {
+
+std::vector<std::string> Unary(const std::string& prefix, bool vector_form_only) {
+  static const std::set<std::string_view> kVectorForms = {
+#define PTOX_VMATH_FN(F) #F,
+#include "kernels/cpu/vmath_fns.def"
+  };
+  std::vector<std::string> out;
+  auto add = [&](std::string_view name, std::string_view family, std::string_view fn) {
+    if (family != "Unary" && family != "TensorUnary") return;
+    if (name.substr(0, prefix.size()) != prefix) return;
+    if (!vector_form_only || kVectorForms.count(fn)) out.emplace_back(name.substr(prefix.size()));
+  };
+#define PTOX_OP(e, name, family, fn) add(name, #family, #fn);
+#include "ops/ops.def"
+#undef PTOX_OP
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> UnaryOps(const std::string& prefix) { return Unary(prefix, false); }
+std::vector<std::string> VectorFormUnaryOps(const std::string& prefix) {
+  return Unary(prefix, true);
 }
 
 Program Generate(Level level, uint64_t seed) {

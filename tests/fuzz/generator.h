@@ -45,6 +45,11 @@ int64_t AwkwardSize(Rng& rng, int64_t max, bool allow_zero);
 std::string SymbolName(int64_t n);
 // A float immediate, edge cases included (printed as the parser reads it).
 std::string FloatLiteral(Rng& rng);
+// The unary ops of ops.def whose names start with `prefix` ("tile." or "tensor."), without it; and
+// those of them with a vector form (kernels/cpu/vmath_fns.def), which split a CPU fused loop into
+// segments. A new op is generated without a line here.
+std::vector<std::string> UnaryOps(const std::string& prefix);
+std::vector<std::string> VectorFormUnaryOps(const std::string& prefix);
 
 Program GenerateTensor(Rng& rng);
 Program GenerateTile(Rng& rng);

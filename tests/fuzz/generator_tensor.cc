@@ -15,8 +15,8 @@ constexpr size_t kMaxParams = 9;
 
 const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "max", "min"};
 const std::vector<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
-const std::vector<std::string> kUnary = {"exp",     "log",  "sqrt", "rsqrt", "recip", "tanh",
-                                         "sigmoid", "relu", "silu", "gelu",  "neg",   "abs"};
+const std::vector<std::string> kUnary = UnaryOps("tensor.");
+const std::vector<std::string> kVectorUnary = VectorFormUnaryOps("tensor.");
 
 class TensorGen {
  public:
@@ -148,7 +148,7 @@ class TensorGen {
   }
 
   void Step() {
-    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2, 6, 3, 2, 2})) {
+    switch (rng_.Weighted({26, 15, 11, 11, 7, 4, 5, 5, 6, 4, 2, 6, 3, 2, 2, 14})) {
       case 0: Binary(); break;
       case 1: Unary(); break;
       case 2: Reduce(); break;
@@ -163,7 +163,8 @@ class TensorGen {
       case 11: Select(); break;
       case 12: CausalMask(); break;
       case 13: Argmax(); break;
-      default: Allreduce(); break;
+      case 14: Allreduce(); break;
+      default: UnaryOperand(); break;
     }
   }
 
@@ -210,6 +211,28 @@ class TensorGen {
     int b = Fresh(partner, ta.dtype);
     if (rng_.Chance(0.3)) std::swap(a, b);
     Emit(op + " @0, @1", {a, b}, p_.TensorType(out, ta.dtype));
+  }
+
+  // A binary op or select whose right operand is a unary op with a vector form used there alone,
+  // so that both are computed in one fused loop: `x * sigmoid(x)`, `l * exp(m - n)`,
+  // `select(a > tanh(b), a, tanh(b))`. The vector form splits the CPU's fused loop into segments
+  // after the left operand was named there; that broke (issue 60) while the shape came only from
+  // rare picks (Binary draws recent values first, so a fresh unary was mostly the left operand).
+  void UnaryOperand() {
+    const int a = PickValue();
+    const Type ta = p_.values[a].type;
+    int b = rng_.Chance(0.5) ? PickValue([&](const Type& t) { return SameType(t, ta); }) : -1;
+    if (b < 0) b = a;
+    const std::string fn = "tensor." + rng_.Pick(kVectorUnary) + " @0";
+    auto unary = [&] { return EmitAside(fn, {b}, ta); };  // out of the pool: one use, fused
+    if (rng_.Chance(0.7)) {
+      Emit("tensor." + rng_.Pick(kBinary) + " @0, @1", {a, unary()}, ta);
+      return;
+    }
+    // Between the compared values (see Select); the unary twice, so that each has one use.
+    const int m = EmitAside("tensor." + rng_.Pick(kCompare) + " @0, @1", {a, unary()},
+                            p_.TensorType(ta.dims, DType::kBool));
+    Emit("tensor.select @0, @1, @2", {m, a, unary()}, ta);
   }
 
   // select(a CMP b, b, a) (or against a literal): a bool mask broadcast like a binary op, and

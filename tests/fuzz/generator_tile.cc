@@ -11,8 +11,8 @@ namespace {
 
 constexpr size_t kMaxParams = 9;
 const std::vector<std::string> kBinary = {"add", "sub", "mul", "div", "max", "min"};
-const std::vector<std::string> kUnary = {"exp",     "log",  "sqrt", "rsqrt", "recip", "tanh",
-                                         "sigmoid", "relu", "silu", "gelu",  "neg",   "abs"};
+const std::vector<std::string> kUnary = UnaryOps("tile.");
+const std::vector<std::string> kVectorUnary = VectorFormUnaryOps("tile.");
 const std::vector<std::string> kCompare = {"eq", "ne", "lt", "le", "gt", "ge"};
 const std::vector<std::string> kPads = {"0.0", "-inf", "inf", "1.0", "nan", "-0.0", "7.0"};
 const std::vector<DType> kAllTypes = {DType::kF32, DType::kBF16, DType::kF16, DType::kI8,
@@ -60,9 +60,15 @@ class TileGen {
 
   int Emit(const std::string& text, std::vector<int> args, const Type& result,
            std::vector<Type> types = {}) {
+    int v = EmitAside(text, std::move(args), result, std::move(types));
+    pool_->push_back(v);
+    return v;
+  }
+  // A value kept out of the pool, so that no later op uses it.
+  int EmitAside(const std::string& text, std::vector<int> args, const Type& result,
+                std::vector<Type> types = {}) {
     int v = p_.AddValue(result, "t");
     block_->push_back(MakeOp(text, std::move(args), std::move(types), v));
-    pool_->push_back(v);
     return v;
   }
   void Store(int tile, int tensor, const std::vector<int>& offsets) {
@@ -181,7 +187,7 @@ class TileGen {
   // ---- The DAG of tile ops inside a scope.
   void DagOps(int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
-      switch (rng_.Weighted({26, 15, 10, 9, 10, 8, 5, 3, 5, 3, 5, 1})) {
+      switch (rng_.Weighted({26, 15, 10, 9, 10, 8, 5, 3, 5, 3, 5, 1, 14})) {
         case 0: Binary(); break;
         case 1: Unary(); break;
         case 2: CompareSelect(); break;
@@ -193,7 +199,8 @@ class TileGen {
         case 8: Slice(); break;
         case 9: Assemble(); break;
         case 10: Matmul(); break;
-        default: Full(); break;
+        case 11: Full(); break;
+        default: UnaryOperand(); break;
       }
     }
   }
@@ -212,6 +219,29 @@ class TileGen {
                                ? rng_.Pick(kUnary)
                                : rng_.Pick(std::vector<std::string>{"neg", "abs", "relu"});
     Emit("tile." + op + " @0", {a}, TypeOf(a));
+  }
+  // A binary op or select whose right operand is a unary op with a vector form used there alone,
+  // so that both are computed in one fused loop (`x * sigmoid(x)`, `select(c, a, exp(b))`): the
+  // vector form splits the CPU's fused loop into segments after the left operand was named
+  // there, which broke (issue 60) while the shape came only from rare picks.
+  void UnaryOperand() {
+    const int a = Pick([](const Type& t) { return IsFloat(t.dtype); });
+    if (a < 0) return;
+    const Type ta = TypeOf(a);
+    int b = rng_.Chance(0.5) ? Pick([&](const Type& t) { return SameType(t, ta); }) : -1;
+    if (b < 0) b = a;
+    const std::string fn = "tile." + rng_.Pick(kVectorUnary) + " @0";
+    auto unary = [&] { return EmitAside(fn, {b}, ta); };  // out of the pool: one use, fused
+    const size_t form = rng_.Weighted({6, 2, 2});
+    if (form == 0) {
+      Emit("tile." + rng_.Pick(kBinary) + " @0, @1", {a, unary()}, ta);
+      return;
+    }
+    Type tb = ta;
+    tb.dtype = DType::kBool;
+    const int m = form == 1 ? EmitAside("tile." + rng_.Pick(kCompare) + " @0, @1", {a, unary()}, tb)
+                            : Pick([&](const Type& t) { return SameType(t, tb); });
+    if (m >= 0) Emit("tile.select @0, @1, @2", {m, a, unary()}, ta);
   }
   void CompareSelect() {
     int a = Pick([](const Type& t) { return IsNumeric(t.dtype); });
