@@ -2,6 +2,8 @@
 // interpreter target runs the IR as it is.
 #include "driver/compile.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <functional>
 #include <future>
@@ -66,6 +68,12 @@ class OncePerKey {
     }
   }
 
+  // Drops the result for `key`: the next Get makes it again.
+  void Forget(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_.erase(key);
+  }
+
  private:
   std::mutex mu_;
   std::map<std::string, std::shared_future<T>> results_;
@@ -90,14 +98,15 @@ std::string PreludeFor(const targets::CompiledTarget& target, const CompileCache
   if (prelude.empty()) return "";
   const std::string key = HashHex("prelude\n" + prelude + "\n" + target.BuildIdentity());
   const std::string ext(target.prelude_extension());
-  // Looked up (and built) once per process: it is not rebuilt while this process runs, and
-  // programs compiling side by side wait for one build.
+  // Looked up (and built) once per process, and again only when the file went (a cleared
+  // cache); programs compiling side by side wait for one build.
   static OncePerKey<std::string> preludes;
-  return preludes.Get(cache.dir() + "\n" + key, [&]() -> std::string {
-    CompileCache folder(cache.dir() + "/" + kPreludeFolder);
-    if (std::optional<std::string> path = folder.Lookup(key, identity, ext)) return *path;
-    if (!folder.writable()) return "";
-    try {
+  const std::string id = cache.dir() + "\n" + key;
+  auto find_or_build = [&]() -> std::string {
+    try {  // a prelude folder that cannot be made or trusted means programs build without
+      CompileCache folder(cache.dir() + "/" + kPreludeFolder);
+      if (std::optional<std::string> path = folder.Lookup(key, identity, ext)) return *path;
+      if (!folder.writable()) return "";
       CompileCache::Built built = folder.Insert(key, identity, ext, [&](const std::string& tmp) {
         target.BuildPrelude(prelude, key, tmp);
       });
@@ -106,7 +115,13 @@ std::string PreludeFor(const targets::CompiledTarget& target, const CompileCache
     } catch (const Error&) {
     }
     return "";
-  });
+  };
+  std::string path = preludes.Get(id, find_or_build);
+  if (!path.empty() && access(path.c_str(), R_OK) != 0) {
+    preludes.Forget(id);
+    path = preludes.Get(id, find_or_build);
+  }
+  return path;
 }
 
 // The entry for `key`: cached, or built now (PTOX_FAULT=compile:N fails the N-th build after

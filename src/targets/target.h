@@ -104,8 +104,8 @@ class CompiledTarget : public Target {
   // saves time: the artifact is the same without it. Throws kToolchain with the compiler's
   // message and a one-line command that reproduces the failure (kRuntime when the host is out of
   // disk, processes or memory).
-  virtual void Build(const std::string& source, const std::string& key,
-                     const std::string& out_path, const std::string& prelude_path) const = 0;
+  virtual void Build(const std::string& source, const std::string& key, const std::string& out_path,
+                     const std::string& prelude_path) const = 0;
 
   // The part of `source` that many programs share and that can be built once ahead to make
   // their builds faster (the CPU targets: the tile-library includes); "" when there is none.

@@ -408,10 +408,12 @@ void CpuTarget::BuildPrelude(const std::string& prelude, const std::string& key,
   std::vector<std::string> argv = {cc};
   for (const std::string& f : Flags()) argv.push_back(f);
   argv.insert(argv.end(), {"-x", "c++-header", "-o", out_path, header_path});
+  // Nothing is kept on failure: the driver then compiles programs without a prelude.
   try {
-    RunCompiler(argv, "the header is kept at " + header_path);
+    RunCompiler(argv, "a precompiled tile-library prelude");
   } catch (...) {
     std::remove(out_path.c_str());
+    std::remove(header_path.c_str());
     throw;
   }
   std::remove(header_path.c_str());
@@ -427,25 +429,27 @@ void CpuTarget::Build(const std::string& source, const std::string& key,
                             "\n// The compile cache key of this binary.\nextern \"C\" "
                             "__attribute__((visibility(\"default\"), used)) const char " +
                             kKeySymbol + "[] = \"" + KeyStamp(key) + "\";\n");
-  std::vector<std::string> argv = {cc};
-  for (const std::string& f : Flags()) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", out_path, src_path});
+  // The precompiled prelude comes first (-include); the source's own prelude then repeats its
+  // macros and includes nothing more (every header has #pragma once).
+  auto command = [&](bool with_prelude) {
+    std::vector<std::string> argv = {cc};
+    for (const std::string& f : Flags()) argv.push_back(f);
+    if (with_prelude) argv.insert(argv.end(), {"-include", IncludeOf(prelude_path)});
+    argv.insert(argv.end(), {"-o", out_path, src_path});
+    return argv;
+  };
   const std::string kept = "the generated source is kept at " + src_path;
   try {
     if (prelude_path.empty()) {
-      RunCompiler(argv, kept);
+      RunCompiler(command(false), kept);
     } else {
-      // The precompiled prelude comes first; the source's own prelude then repeats its macros
-      // and includes nothing more (every header has #pragma once). Were the .gch unusable after
-      // all (the compiler rejects a precompiled header it did not make, and reads nothing of a
-      // damaged one), the source builds as it would without it.
-      std::vector<std::string> with_prelude = argv;
-      with_prelude.insert(with_prelude.end() - 3, {"-include", IncludeOf(prelude_path)});
+      // Were the .gch unusable after all (GCC rejects one made by another compiler or with other
+      // flags, and stops at a damaged one), the source builds as it would without it.
       try {
-        RunCompiler(with_prelude, kept);
+        RunCompiler(command(true), kept);
       } catch (const Error& e) {
         if (e.code() != StatusCode::kToolchain) throw;
-        RunCompiler(argv, kept);
+        RunCompiler(command(false), kept);
         Warn("the precompiled tile library " + prelude_path +
              " could not be used; the kernel was compiled without it");
       }

@@ -52,9 +52,8 @@ class PreludeTest : public DriverTest {
 // cache folder; the file is removed).
 std::string Section(const std::string& so, const std::string& section) {
   const std::string out = so + section + ".bin";
-  std::optional<ProcessResult> r =
-      RunProcess({"objcopy", "-O", "binary", "--only-section=" + section, so, out},
-                 {.timeout_ms = 60000});
+  std::optional<ProcessResult> r = RunProcess(
+      {"objcopy", "-O", "binary", "--only-section=" + section, so, out}, {.timeout_ms = 60000});
   EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->err : "objcopy did not start");
   const std::string bytes = fs::exists(out) ? ReadFile(out) : "";
   fs::remove(out);
@@ -99,12 +98,33 @@ TEST_F(PreludeTest, BinaryIsTheSameWithoutThePrelude) {
   Result<std::string> without =
       Compile(MustParse(text), {.target = "cpu-scalar", .emit = Emit::kBinary});
   ASSERT_TRUE(without.ok()) << without.status().message();
-  EXPECT_FALSE(fs::exists(fs::path(tmp_ / "cache-without") / kPreludeFolder)) << "PTOX_PCH=0 builds none";
+  EXPECT_FALSE(fs::exists(fs::path(tmp_ / "cache-without") / kPreludeFolder))
+      << "PTOX_PCH=0 builds none";
   // The shared objects differ only in the name of the temporary source file in their symbol
   // table: what is loaded and run must be the same bytes.
   for (const char* section : {".text", ".rodata", ".data"}) {
     EXPECT_TRUE(Section(*without, section) == Section(*with, section)) << section;
   }
+}
+
+// A prelude folder that cannot be used (a file in its place) costs time only.
+TEST_F(PreludeTest, UnusablePreludeFolderIsNotAnError) {
+  fs::create_directories(cache_dir_);
+  testing::WriteFile(PreludeDir(), "not a folder");
+  EXPECT_EQ(RunFreshProgram(), "");
+}
+
+// A cache cleared while a process runs: its next program builds the prelude again, quietly (the
+// process remembered the old one's path).
+TEST_F(PreludeTest, CacheClearedInProcessBuildsThePreludeAgain) {
+  ExpectMatchesInterp(MustParse(UniqueScale()), "cpu-scalar");
+  ASSERT_EQ(Preludes().size(), 1u);
+  ASSERT_TRUE(ClearCache().ok());
+  EXPECT_TRUE(Preludes().empty());
+  ::testing::internal::CaptureStderr();
+  ExpectMatchesInterp(MustParse(UniqueScale()), "cpu-scalar");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "no warning";
+  EXPECT_EQ(Preludes().size(), 1u);
 }
 
 enum class Damage { kTruncate, kFlipByte, kEmpty, kDeleteSum, kOtherPrelude };
@@ -178,10 +198,9 @@ TEST_F(PreludeTest, PreludeTheCompilerRejectsIsNotUsed) {
                                  targets::KeyStamp(key) + "\"\n");
   const char* kernels = std::getenv("PTOX_KERNELS_DIR");
   ASSERT_NE(kernels, nullptr);
-  std::optional<ProcessResult> cc =
-      RunProcess({"g++", "-std=c++20", "-O0", "-x", "c++-header", std::string("-I") + kernels,
-                  "-o", gch, header},
-                 {.timeout_ms = 120000});
+  std::optional<ProcessResult> cc = RunProcess({"g++", "-std=c++20", "-O0", "-x", "c++-header",
+                                                std::string("-I") + kernels, "-o", gch, header},
+                                               {.timeout_ms = 120000});
   ASSERT_TRUE(cc && cc->exit_code == 0) << (cc ? cc->err : "g++ did not start");
   // A record that matches the forged file, as one written by the cache would.
   std::string record = ReadFile(base + ".sum");
