@@ -172,6 +172,13 @@ class Kernel:
         return self._call(_core.compile, self.program, target or self.target, self.function,
                           "source", self.fuse)
 
+    def build(self, target=None):
+        """Compiles for `target` into the compile cache now, so that the first call only loads
+        the binary. The compiler runs without the GIL: a thread can build one kernel while
+        another compiles or runs a second (a model's decode step while its prefill compiles)."""
+        self._call(_core.compile, self.program, target or self.target, self.function, "binary",
+                   self.fuse)
+
     def stages(self, target=None, dump_dir=None):
         """(pass, IR text) after every pass of the default pipeline; with dump_dir, also written
         there as NN-<pass>.pto (as `ptox opt --dump-dir`)."""

@@ -17,6 +17,9 @@ import ptox.lang as pl
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PTOX_CACHE_DIR", str(tmp_path / "cache"))
+    # No precompiled tile library (the binaries are the same): a fresh cache per test would build
+    # it again in every test, more compiler time than the tests' own kernels take.
+    monkeypatch.setenv("PTOX_PCH", "0")
 
 
 @ptox.jit

@@ -23,6 +23,9 @@ ADD = """func @add(%a: in tensor<{N}x8xf32>, %b: in tensor<{N}x8xf32>, %c: out t
 def cache(tmp_path, monkeypatch):
     """Each test compiles into its own cache folder (its entries are what it counts)."""
     monkeypatch.setenv("PTOX_CACHE_DIR", str(tmp_path / "cache"))
+    # No precompiled tile library (the binaries are the same): a fresh cache per test would build
+    # it again in every test, more compiler time than the tests' own kernels take.
+    monkeypatch.setenv("PTOX_PCH", "0")
     return tmp_path / "cache"
 
 
@@ -39,6 +42,16 @@ def test_outputs_are_allocated_and_match_numpy(target, rows):
     c = k(a, b, target=target)
     assert c.shape == (rows, 8) and c.dtype == np.float32
     np.testing.assert_array_equal(c, a + b)
+
+
+def test_build_compiles_into_the_cache_and_the_first_call_only_loads(cache):
+    k = ptox.parse(ADD.replace("@add", "@add_built"))
+    k.build()
+    built = entries(cache)
+    assert len(built) == 1
+    a = np.arange(24, dtype=np.float32).reshape(3, 8)
+    np.testing.assert_array_equal(k(a, a), a + a)
+    assert entries(cache) == built
 
 
 def test_out_is_the_callers_buffer_and_inputs_stay_untouched():

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "driver/cache_files.h"
 #include "ptox/ptox.h"
@@ -200,7 +201,9 @@ bool Install(const std::string& dir, const std::string& base, const std::string&
 
 }  // namespace
 
-CompileCache::CompileCache() : dir_(ptox::CacheDir()) {
+CompileCache::CompileCache() : CompileCache(ptox::CacheDir()) {}
+
+CompileCache::CompileCache(std::string dir) : dir_(std::move(dir)) {
   Create(dir_);
   writable_ = CheckTrust(dir_);
 }
@@ -286,7 +289,13 @@ CompileCache::Info CompileCache::Stats() const {
   return info;
 }
 
-int64_t CompileCache::Clear() const { return cache_files::RemoveAll(dir_); }
+int64_t CompileCache::Clear() const {
+  std::error_code ec;
+  const std::string preludes = dir_ + "/" + kPreludeFolder;
+  const int64_t n =
+      fs::is_directory(fs::symlink_status(preludes, ec)) ? cache_files::RemoveAll(preludes) : 0;
+  return n + cache_files::RemoveAll(dir_);
+}
 
 }  // namespace ptox::driver
 

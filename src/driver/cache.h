@@ -16,6 +16,11 @@
 
 namespace ptox::driver {
 
+// The subfolder of the cache that holds built preludes (CompiledTarget::BuildPrelude: precompiled
+// headers of the tile library), entries of the same format keyed by the prelude and the build
+// identity.
+inline constexpr const char* kPreludeFolder = "prelude";
+
 class CompileCache {
  public:
   // Opens ptox::CacheDir(), creating it (0700) when missing. Throws
@@ -23,6 +28,8 @@ class CompileCache {
   // this one or root, or writable by group or others (anyone who can write it could run code in
   // this process). A trusted folder this user cannot write is used read-only.
   CompileCache();
+  // The same for the folder `dir` (the cache's prelude folder, under ptox::CacheDir()).
+  explicit CompileCache(std::string dir);
 
   const std::string& dir() const { return dir_; }
   bool writable() const { return writable_; }
@@ -57,8 +64,8 @@ class CompileCache {
     int64_t corrupt = 0;
   };
   Info Stats() const;
-  // Removes every entry and the leftovers of builds that are no longer running; returns how
-  // many files went.
+  // Removes every entry and the leftovers of builds that are no longer running, those of the
+  // prelude folder too; returns how many files went.
   int64_t Clear() const;
 
  private:

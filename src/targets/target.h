@@ -99,11 +99,23 @@ class CompiledTarget : public Target {
   virtual std::vector<std::pair<std::string, std::string>> IdentityParts() const = 0;
   // The file name extension of the artifact ("so"); the cache names its entries with it.
   virtual std::string_view artifact_extension() const = 0;
-  // Builds `source` into an artifact at `out_path` that carries KeyStamp(key). Throws
-  // kToolchain with the compiler's message and a one-line command that reproduces the failure
-  // (kRuntime when the host is out of disk, processes or memory).
-  virtual void Build(const std::string& source, const std::string& key,
-                     const std::string& out_path) const = 0;
+  // Builds `source` into an artifact at `out_path` that carries KeyStamp(key). `prelude_path`:
+  // "" or an artifact BuildPrelude made for Prelude(source) (a precompiled header), which only
+  // saves time: the artifact is the same without it. Throws kToolchain with the compiler's
+  // message and a one-line command that reproduces the failure (kRuntime when the host is out of
+  // disk, processes or memory).
+  virtual void Build(const std::string& source, const std::string& key, const std::string& out_path,
+                     const std::string& prelude_path) const = 0;
+
+  // The part of `source` that many programs share and that can be built once ahead to make
+  // their builds faster (the CPU targets: the tile-library includes); "" when there is none.
+  virtual std::string Prelude(const std::string& /*source*/) const { return ""; }
+  // Builds `prelude` into an artifact at `out_path` carrying KeyStamp(key) that Build can
+  // start from (cached by the driver like any artifact, under its own key); throws as Build.
+  virtual void BuildPrelude(const std::string& /*prelude*/, const std::string& /*key*/,
+                            const std::string& /*out_path*/) const {}
+  // The file name extension of BuildPrelude's artifact.
+  virtual std::string_view prelude_extension() const { return ""; }
   // Loads an artifact built by Build() for `key`; throws kRuntime when it does not carry that
   // key.
   virtual std::shared_ptr<const Executable> Load(const std::string& path,

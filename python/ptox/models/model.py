@@ -1,6 +1,7 @@
 """A loaded decoder model: its weights, tokenizer and compiled step programs, the KV cache, and
 generation (greedy, temperature, top-p) with a step-level interface for research use."""
 
+import threading
 import time
 
 import numpy as np
@@ -84,6 +85,25 @@ class Model:
             self._steps[key] = step
         return self._steps[key]
 
+    def _build_ahead(self, decode):
+        """A thread compiling the step program into the compile cache, or None when this model
+        ran it already. On a cold cache the prefill and decode programs then compile side by side
+        (each compile is a compiler process: two cores, half the wait); the step's first call
+        loads the binary. A failed build is reported by that call, which compiles again."""
+        if (decode, False, self.threads) in self._steps:
+            return None
+        step = self._step(decode)
+
+        def build():
+            try:
+                step.build()
+            except Exception:  # noqa: BLE001 -- the step's own call reports it
+                pass
+
+        thread = threading.Thread(target=build, name="ptox-build-ahead", daemon=True)
+        thread.start()
+        return thread
+
     def warm(self):
         """Compiles the prefill and decode programs (or loads them from the compile cache) by
         running each once on token 0; the context is empty afterwards."""
@@ -138,6 +158,7 @@ class Model:
         rng = np.random.default_rng(seed)
         self.reset()
         t0 = time.perf_counter()
+        decode_build = self._build_ahead(decode=True) if max_tokens > 1 else None
         logits = self.prefill(ids)
         t1 = time.perf_counter()
         out, text = [], ""
@@ -152,8 +173,13 @@ class Model:
                 text = full
             if len(out) == max_tokens or self.position >= self.context:
                 break
+            if decode_build is not None:
+                decode_build.join()
+                decode_build = None
             logits = self.decode(token)
         t2 = time.perf_counter()
+        if decode_build is not None:
+            decode_build.join()
         full = self.tokenizer.decode(out)
         if on_text and len(full) > len(text):
             on_text(full[len(text):])

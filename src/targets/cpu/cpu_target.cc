@@ -338,39 +338,22 @@ std::vector<std::pair<std::string, std::string>> CpuTarget::IdentityParts() cons
           {"abi", std::to_string(abi::kAbiVersion)}};
 }
 
-void CpuTarget::Build(const std::string& source, const std::string& key,
-                      const std::string& out_path) const {
-  const std::string& cc = CompilerPath();
-  if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
-  std::string src_path = out_path + ".cc";
-  // The key goes into the binary (KeyStamp): the cache checks it before and after loading.
-  const std::string stamped = source +
-                              "\n// The compile cache key of this binary.\nextern \"C\" "
-                              "__attribute__((visibility(\"default\"), used)) const char " +
-                              kKeySymbol + "[] = \"" + KeyStamp(key) + "\";\n";
-  if (!WriteFile(src_path, {stamped})) {
-    const int e = errno;
-    throw Error(IsResourceErrno(e) ? StatusCode::kRuntime : StatusCode::kToolchain,
-                std::string(IsResourceErrno(e) ? "runtime" : "toolchain") +
-                    " error: cannot write " + src_path + ": " + std::strerror(e));
-  }
-  std::vector<std::string> argv = {cc};
-  for (const std::string& f : Flags()) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", out_path, src_path});
+namespace {
+
+// Runs the compiler command `argv`; throws kToolchain (kRuntime when no process could be started
+// for lack of processes or memory) with its message, a command that reproduces the failure and
+// `kept` (what was compiled, which the caller keeps) when it fails.
+void RunCompiler(const std::vector<std::string>& argv, const std::string& kept) {
   const int timeout_ms = CompileTimeoutMs();
   std::optional<ProcessResult> r =
       RunProcess(argv, {.timeout_ms = timeout_ms, .env = CompilerEnvironment()});
   const int start_errno = r ? 0 : errno;
-  if (r && r->exit_code == 0 && !r->timed_out) {
-    std::remove(src_path.c_str());
-    return;
-  }
+  if (r && r->exit_code == 0 && !r->timed_out) return;
   std::string command;
   for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   if (!r && (start_errno == EAGAIN || start_errno == ENOMEM)) {  // a resource, not the compiler
-    std::remove(src_path.c_str());
     throw Error(StatusCode::kRuntime, std::string("runtime error: cannot start the C++ compiler ") +
-                                          cc + ": " + std::strerror(start_errno) +
+                                          argv[0] + ": " + std::strerror(start_errno) +
                                           " (out of processes or memory)");
   }
   std::string what = !r ? std::string("could not be started: ") + std::strerror(start_errno)
@@ -379,8 +362,103 @@ void CpuTarget::Build(const std::string& source, const std::string& key,
                                     : "failed with exit code " + std::to_string(r->exit_code);
   throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + what + "\n" +
                                           (r ? r->err : std::string()) + "reproduce with: " +
-                                          command + "\n(the generated source is kept at " +
-                                          src_path + ")");
+                                          command + "\n(" + kept + ")");
+}
+
+// Writes `text` to `path` (a file of the compile cache); throws as a failed build.
+void WriteSource(const std::string& path, const std::string& text) {
+  if (WriteFile(path, {text})) return;
+  const int e = errno;
+  throw Error(IsResourceErrno(e) ? StatusCode::kRuntime : StatusCode::kToolchain,
+              std::string(IsResourceErrno(e) ? "runtime" : "toolchain") + " error: cannot write " +
+                  path + ": " + std::strerror(e));
+}
+
+// The path GCC's -include takes for the precompiled header at `gch_path` ("<name>.h.gch"): GCC
+// reads the .gch in place of the header, which need not exist.
+std::string IncludeOf(const std::string& gch_path) {
+  constexpr std::string_view kGch = ".gch";
+  PTOX_ICHECK(gch_path.size() > kGch.size() &&
+              gch_path.compare(gch_path.size() - kGch.size(), kGch.size(), kGch) == 0)
+      << "not a precompiled header: " << gch_path;
+  return gch_path.substr(0, gch_path.size() - kGch.size());
+}
+
+}  // namespace
+
+std::string CpuTarget::Prelude(const std::string& source) const {
+  // GCC's precompiled headers: Clang has its own format and options (-include-pch), so for it
+  // (the resolved compiler's name says clang) nothing is precompiled. Were a GCC named otherwise,
+  // Build would find the header unusable and compile without it.
+  std::error_code ec;
+  const std::string real = fs::canonical(CompilerPath(), ec).filename().string();
+  if (ec || real.find("clang") != std::string::npos) return "";
+  return cpu::Prelude(source);
+}
+
+void CpuTarget::BuildPrelude(const std::string& prelude, const std::string& key,
+                             const std::string& out_path) const {
+  const std::string& cc = CompilerPath();
+  if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
+  // The key goes into the header as a macro, whose text GCC keeps in the .gch: the cache checks
+  // it there as it checks a shared object's KeyStamp.
+  const std::string header_path = out_path + ".h";
+  WriteSource(header_path, prelude + "#define PTOX_PRELUDE_KEY \"" + KeyStamp(key) + "\"\n");
+  // The program's own flags: GCC uses a precompiled header only where they agree with its own.
+  std::vector<std::string> argv = {cc};
+  for (const std::string& f : Flags()) argv.push_back(f);
+  argv.insert(argv.end(), {"-x", "c++-header", "-o", out_path, header_path});
+  // Nothing is kept on failure: the driver then compiles programs without a prelude.
+  try {
+    RunCompiler(argv, "a precompiled tile-library prelude");
+  } catch (...) {
+    std::remove(out_path.c_str());
+    std::remove(header_path.c_str());
+    throw;
+  }
+  std::remove(header_path.c_str());
+}
+
+void CpuTarget::Build(const std::string& source, const std::string& key,
+                      const std::string& out_path, const std::string& prelude_path) const {
+  const std::string& cc = CompilerPath();
+  if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
+  std::string src_path = out_path + ".cc";
+  // The key goes into the binary (KeyStamp): the cache checks it before and after loading.
+  WriteSource(src_path, source +
+                            "\n// The compile cache key of this binary.\nextern \"C\" "
+                            "__attribute__((visibility(\"default\"), used)) const char " +
+                            kKeySymbol + "[] = \"" + KeyStamp(key) + "\";\n");
+  // The precompiled prelude comes first (-include); the source's own prelude then repeats its
+  // macros and includes nothing more (every header has #pragma once).
+  auto command = [&](bool with_prelude) {
+    std::vector<std::string> argv = {cc};
+    for (const std::string& f : Flags()) argv.push_back(f);
+    if (with_prelude) argv.insert(argv.end(), {"-include", IncludeOf(prelude_path)});
+    argv.insert(argv.end(), {"-o", out_path, src_path});
+    return argv;
+  };
+  const std::string kept = "the generated source is kept at " + src_path;
+  try {
+    if (prelude_path.empty()) {
+      RunCompiler(command(false), kept);
+    } else {
+      // Were the .gch unusable after all (GCC rejects one made by another compiler or with other
+      // flags, and stops at a damaged one), the source builds as it would without it.
+      try {
+        RunCompiler(command(true), kept);
+      } catch (const Error& e) {
+        if (e.code() != StatusCode::kToolchain) throw;
+        RunCompiler(command(false), kept);
+        Warn("the precompiled tile library " + prelude_path +
+             " could not be used; the kernel was compiled without it");
+      }
+    }
+  } catch (const Error& e) {
+    if (e.code() == StatusCode::kRuntime) std::remove(src_path.c_str());
+    throw;
+  }
+  std::remove(src_path.c_str());
 }
 
 std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path,

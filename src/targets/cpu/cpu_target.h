@@ -28,8 +28,13 @@ class CpuTarget final : public CompiledTarget {
   std::vector<std::pair<std::string, std::string>> IdentityParts() const override;
   std::string_view artifact_extension() const override { return "so"; }
   std::unique_ptr<ProgramState> NewProgramState() const override;
-  void Build(const std::string& source, const std::string& key,
-             const std::string& out_path) const override;
+  void Build(const std::string& source, const std::string& key, const std::string& out_path,
+             const std::string& prelude_path) const override;
+  // The prelude is the source's tile-library includes, precompiled as a GCC / Clang header.
+  std::string Prelude(const std::string& source) const override;
+  void BuildPrelude(const std::string& prelude, const std::string& key,
+                    const std::string& out_path) const override;
+  std::string_view prelude_extension() const override { return "h.gch"; }
   std::shared_ptr<const Executable> Load(const std::string& path,
                                          const std::string& key) const override;
   // The compiler flags for this ISA (the ISA part decides which instructions may appear).

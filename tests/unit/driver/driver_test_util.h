@@ -97,10 +97,14 @@ inline void ExpectMatchesInterp(const Program& prog, const std::string& target) 
 }
 
 
-// Fixture: every test gets its own empty compile cache in a fresh temp dir.
+// Fixture: every test gets its own empty compile cache in a fresh temp dir. Its programs build
+// without precompiled preludes (PTOX_PCH=0; the binaries are the same): each test's fresh cache
+// would otherwise build the tile library's prelude again, more compiler time than the test's own
+// programs take. prelude_test.cc turns them on.
 class DriverTest : public ::testing::Test {
  protected:
-  DriverTest() : cache_dir_(tmp_ / "cache"), env_("PTOX_CACHE_DIR", cache_dir_) {}
+  DriverTest()
+      : cache_dir_(tmp_ / "cache"), env_("PTOX_CACHE_DIR", cache_dir_), pch_env_("PTOX_PCH", "0") {}
 
   // Writes `text` to <tmp>/<name> and returns the path.
   std::string WriteProgram(const std::string& name, const std::string& text) {
@@ -114,6 +118,7 @@ class DriverTest : public ::testing::Test {
   TempDir tmp_;
   std::string cache_dir_;
   ScopedEnv env_;
+  ScopedEnv pch_env_;
 };
 
 }  // namespace ptox::driver::testing
