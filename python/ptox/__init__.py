@@ -28,7 +28,7 @@ from . import _core  # noqa: E402
 from .errors import (CheckError, CompileError, Error, InternalError, InvalidError,  # noqa: E402
                      KernelError, ShapeError, ToolchainError, UnsupportedError)
 from .kernel import Kernel  # noqa: E402
-from .profile import profile  # noqa: E402
+from .profile import _jit_positions, profile  # noqa: E402
 from . import lang  # noqa: E402
 
 __all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "build_manifest",
@@ -127,6 +127,7 @@ class JitFunction(Kernel):
                 return line_map.get(line) or f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
             return pattern.sub(python_position, message)
 
+        _jit_positions[label] = where  # the kernel names in ptox.profile tables
         try:
             program = _core.Program.parse(text, label)
         except InvalidError as e:

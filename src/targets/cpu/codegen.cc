@@ -136,10 +136,30 @@ std::string Emitter::Operands(const std::vector<ir::Operand>& ops, size_t begin,
   return s;
 }
 
+std::string Position(const Span& span) {
+  if (!span.known()) return "";
+  const std::string at = fmt::format("{}:{}", span.line, span.col);
+  return span.file.empty() ? at : span.file + ":" + at;
+}
+
+std::string CLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    if (ch == '\\' || ch == '"') {
+      out += std::string("\\") + ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      out += fmt::format("\\{:03o}", static_cast<unsigned char>(ch));  // three digits: exact
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 std::string Emitter::Where(const ir::Stmt& s, std::string_view what) {
   std::string w(what);
-  if (s.span().known()) w += fmt::format(" at {}:{}", s.span().line, s.span().col);
-  return "\"" + w + "\"";
+  if (s.span().known()) w += " at " + Position(s.span());
+  return CLiteral(w);
 }
 
 void Emitter::Block(const ir::Block& b, int depth) {
@@ -434,7 +454,7 @@ void Emitter::Assert(const ir::OpStmt& op, int depth) {
     return it == op.attrs().end() ? std::string(fallback) : std::get<std::string>(it->second);
   };
   std::string where = text("op", "arith.assert");
-  if (op.span().known()) where += fmt::format(" at {}:{}", op.span().line, op.span().col);
+  if (op.span().known()) where += " at " + Position(op.span());
   std::string values;
   for (size_t i = 1; i < op.args().size(); ++i)
     values += fmt::format(", static_cast<long long>({})", Operand(op.args()[i]));

@@ -130,6 +130,28 @@ const std::vector<std::string>& CompilerEnvironment() {
   return env;
 }
 
+// Moves a failed build's source from `from` to `to` (one name per cache key: a failure that
+// happens again replaces it instead of adding a file); returns where it is now.
+std::string KeepSource(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  return ec ? from : to;
+}
+
+// Whether a failed compile says that the compiler rejected the source, so the same source fails
+// again (BuildRejected): exit status 1, the status GCC and Clang give errors in a source or its
+// flags. An internal compiler error (4), a signal (128 + n) or a timeout may not recur, nor does
+// status 1 when the compiler says it ran out of something (a child killed by the OOM killer, a
+// full disk under the assembler).
+bool Rejected(const ProcessResult& r) {
+  if (r.timed_out || r.exit_code != 1) return false;
+  for (const char* transient : {"signal terminated program", "No space left on device",
+                                "Cannot allocate memory", "memory exhausted", "out of memory",
+                                "Disk quota exceeded", "Resource temporarily unavailable"})
+    if (r.err.find(transient) != std::string::npos) return false;
+  return true;
+}
+
 // PTOX_COMPILE_TIMEOUT (seconds, 1 to 86400; default 300): how long one compile may take
 // before its process group is killed.
 int CompileTimeoutMs() {
@@ -339,7 +361,7 @@ std::vector<std::pair<std::string, std::string>> CpuTarget::IdentityParts() cons
 }
 
 void CpuTarget::Build(const std::string& source, const std::string& key,
-                      const std::string& out_path) const {
+                      const std::string& out_path, const std::string& failure_stem) const {
   const std::string& cc = CompilerPath();
   if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
   std::string src_path = out_path + ".cc";
@@ -365,22 +387,28 @@ void CpuTarget::Build(const std::string& source, const std::string& key,
     std::remove(src_path.c_str());
     return;
   }
-  std::string command;
-  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   if (!r && (start_errno == EAGAIN || start_errno == ENOMEM)) {  // a resource, not the compiler
     std::remove(src_path.c_str());
     throw Error(StatusCode::kRuntime, std::string("runtime error: cannot start the C++ compiler ") +
                                           cc + ": " + std::strerror(start_errno) +
                                           " (out of processes or memory)");
   }
+  // The reproducer compiles the source where it is kept, into a file beside it, so that running
+  // it leaves nothing in the cache that looks like a build in progress.
+  const std::string kept = KeepSource(src_path, failure_stem + ".cc");
+  argv[argv.size() - 2] = kept == src_path ? out_path : failure_stem + ".so";  // -o <this>
+  argv.back() = kept;
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   std::string what = !r ? std::string("could not be started: ") + std::strerror(start_errno)
                      : r->timed_out ? "timed out after " + std::to_string(timeout_ms / 1000) +
                                           " s (PTOX_COMPILE_TIMEOUT)"
                                     : "failed with exit code " + std::to_string(r->exit_code);
-  throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + what + "\n" +
-                                          (r ? r->err : std::string()) + "reproduce with: " +
-                                          command + "\n(the generated source is kept at " +
-                                          src_path + ")");
+  std::string message = "toolchain error: the C++ compiler " + what + "\n" +
+                        (r ? r->err : std::string()) + "reproduce with: " + command +
+                        "\n(the generated source is kept at " + kept + ")";
+  if (r && Rejected(*r)) throw BuildRejected(std::move(message));
+  throw Error(StatusCode::kToolchain, std::move(message));
 }
 
 std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path,

@@ -28,8 +28,8 @@ class CpuTarget final : public CompiledTarget {
   std::vector<std::pair<std::string, std::string>> IdentityParts() const override;
   std::string_view artifact_extension() const override { return "so"; }
   std::unique_ptr<ProgramState> NewProgramState() const override;
-  void Build(const std::string& source, const std::string& key,
-             const std::string& out_path) const override;
+  void Build(const std::string& source, const std::string& key, const std::string& out_path,
+             const std::string& failure_stem) const override;
   std::shared_ptr<const Executable> Load(const std::string& path,
                                          const std::string& key) const override;
   // The compiler flags for this ISA (the ISA part decides which instructions may appear).
