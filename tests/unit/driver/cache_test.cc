@@ -48,9 +48,7 @@ int64_t MtimeNs(const std::string& path) {
 TEST_F(DriverTest, FirstRunCreatesOneEntryAndAnotherProcessReusesIt) {
   // From the file the CLI runs: the file's name is in the generated messages, so in the key.
   const std::string file = WriteProgram("p.pto", UniqueScale());
-  Result<Program> prog = Program::FromFile(file);
-  ASSERT_TRUE(prog.ok()) << prog.status().message();
-  ExpectMatchesInterp(*prog, testing::BestCpu());
+  ExpectMatchesInterp(testing::MustLoad(file), testing::BestCpu());
   std::vector<std::string> files = CacheFiles();
   ASSERT_EQ(files.size(), 2u) << ::testing::PrintToString(files);
   std::vector<std::string> keys = Keys(files);

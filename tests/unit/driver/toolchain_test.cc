@@ -92,9 +92,7 @@ TEST_F(DriverTest, CpuIsTheBestAvailableIsa) {
 TEST_F(DriverTest, MissingIsaIsUnsupportedAndCpuFallsBack) {
   if (BestCpu() != "cpu-avx512") GTEST_SKIP() << "needs an AVX-512 host";
   std::string file = WriteProgram("p.pto", UniqueScale());
-  Result<Program> parsed = Program::FromFile(file);  // the CLI's program: the same cache keys
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const Program& prog = *parsed;
+  Program prog = testing::MustLoad(file);  // the CLI's program: the same cache keys
   auto binary = [&](const std::string& target) {
     Result<std::string> p = Compile(prog, {.target = target, .emit = Emit::kBinary});
     EXPECT_TRUE(p.ok()) << target << ": " << p.status().message();
