@@ -127,11 +127,11 @@ class JitFunction(Kernel):
                 return line_map.get(line) or f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
             return pattern.sub(python_position, message)
 
-        _jit_positions[label] = where  # the kernel names in ptox.profile tables
         try:
             program = _core.Program.parse(text, label)
         except InvalidError as e:
             raise CompileError(where(str(e))) from None
+        _jit_positions[label] = where  # the kernel names in ptox.profile tables
         super().__init__(program, fn.__name__, target, threads, where)
 
     def ir(self):
