@@ -146,8 +146,8 @@ def test_profile_names_a_jit_kernel_by_its_python_line():
     code = tile_add.__wrapped__.__code__
     incore = code.co_firstlineno + 4  # the `with pl.incore():` line
     rows = [line for line in p.table.splitlines()[1:] if line.strip()]
-    assert len(rows) == 1 and rows[0].startswith(f"tile_add.incore0 ({code.co_filename}:{incore}:"), \
-        p.table
+    name = f"tile_add.incore0 ({code.co_filename}:{incore}:"
+    assert len(rows) == 1 and rows[0].startswith(name), p.table
 
 
 def test_the_op_surface_is_generated_from_the_cpp_op_list():
