@@ -142,17 +142,21 @@ std::string Position(const Span& span) {
   return span.file.empty() ? at : span.file + ":" + at;
 }
 
+namespace {
+
+// `ch` as it is written inside a C++ string literal.
+std::string EscapedChar(char ch) {
+  if (ch == '\\' || ch == '"') return std::string("\\") + ch;
+  if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+    return fmt::format("\\{:03o}", static_cast<unsigned char>(ch));  // three digits: exact
+  return std::string(1, ch);
+}
+
+}  // namespace
+
 std::string CLiteral(std::string_view text) {
   std::string out = "\"";
-  for (const char ch : text) {
-    if (ch == '\\' || ch == '"') {
-      out += std::string("\\") + ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
-      out += fmt::format("\\{:03o}", static_cast<unsigned char>(ch));  // three digits: exact
-    } else {
-      out += ch;
-    }
-  }
+  for (const char ch : text) out += EscapedChar(ch);
   return out + "\"";
 }
 
@@ -435,10 +439,8 @@ std::string FormatLiteral(std::string_view text, bool holes) {
       ++i;
     } else if (ch == '%') {
       out += "%%";
-    } else if (ch == '\\' || ch == '"') {
-      out += std::string("\\") + ch;
     } else {
-      out += ch;
+      out += EscapedChar(ch);
     }
   }
   return out + "\"";

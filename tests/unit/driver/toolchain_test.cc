@@ -194,5 +194,37 @@ TEST_F(DriverTest, OutOfBoundsLoadIsARuntimeErrorOnEveryCpuTarget) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// The file name goes into the generated code's messages as a C++ string literal: quotes,
+// backslashes and control characters in it neither break the build nor change the name.
+TEST_F(DriverTest, AFileNameInGeneratedMessagesIsEscaped) {
+  const std::string name = "a \"quoted\" dir\\with\tcontrol\n%s\?\?/chars.pto";
+  Result<Program> prog = Program::Parse(kShifted, name);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  std::vector<float> x(128, 1.0f), y(128, 0.0f);
+  std::vector<Arg> args = {Tensor::Contiguous(x.data(), DType::kF32, {8, 16}),
+                           Tensor::Contiguous(y.data(), DType::kF32, {8, 16}), int64_t{8}};
+  Status s = ptox::Run(*prog, args, {.target = "cpu-scalar"});
+  EXPECT_EQ(s.code(), StatusCode::kRuntime) << s.message();
+  EXPECT_NE(s.message().find("(shifted.incore0 (" + name + ":3:3))"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("tile.load at " + name + ":4:5: "), std::string::npos) << s.message();
+  // An assert's position is part of a printf format.
+  Result<Program> checked = Program::Parse(R"(func @f(%n: in index, %y: out tensor<1x16xf32>) {
+  %ok = arith.lt %n, 10
+  arith.assert %ok, %n {op = "my.check", msg = "n = {} is not below 10"}
+  incore {
+    %t = tile.full 0.0 : tile<1x16xf32>
+    tile.store %t, %y[0, 0]
+  }
+})",
+                                           name);
+  ASSERT_TRUE(checked.ok()) << checked.status().message();
+  s = ptox::Run(*checked, {int64_t{12}, Tensor::Contiguous(y.data(), DType::kF32, {1, 16})},
+                {.target = "cpu-scalar"});
+  EXPECT_NE(s.message().find("my.check at " + name + ":3:3: n = 12 is not below 10"),
+            std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace ptox::driver
