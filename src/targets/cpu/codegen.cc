@@ -361,7 +361,8 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   const ir::Value& res = op.result();
   PTOX_ICHECK(res->type.rank() <= abi::kMaxRank) << "rank " << res->type.rank();
   const std::string where = Where(op, "tensor.empty"), r = Name(res);
-  const std::string at = where.substr(1, where.size() - 2);  // unquoted
+  const std::string at =
+      "tensor.empty" + (op.span().known() ? " at " + Position(op.span()) : std::string());
   if (cur_ != &out_)
     PTOX_UNSUPPORTED() << "the CPU target makes tensors only outside incore scopes (" << at << ")";
   std::string sizes;
@@ -370,7 +371,8 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
     sizes += sizes.empty() ? "" : ", ";
     sizes += d.is_static() ? fmt::format("int64_t{{{}}}", d.size) : Operand(op.args()[next++]);
   }
-  const std::string label = res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
+  const std::string label =
+      res->name.empty() ? where : CLiteral(fmt::format("%{} ({})", res->name, at));
   Line(depth, fmt::format("int64_t {}_id = -1;", r));
   tensor_ids_.insert(res.get());
   Line(depth, fmt::format("const pc::TensorArg& {0} = pc::Empty<{1}>(ctx, rt, {{{2}}}, {3}, {4}, "
