@@ -196,7 +196,7 @@ struct CacheInfo {
   int64_t corrupt = 0;  // entries that fail their checks (they are rebuilt when next used)
 };
 Result<CacheInfo> GetCacheInfo();
-// Removes every cache entry; returns the number of files removed.
+// Removes every cache entry and remembered compile failure; returns the number of files removed.
 Result<int64_t> ClearCache();
 
 // How far a compiled target may legitimately differ from the interpreter on `function`'s

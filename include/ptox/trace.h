@@ -11,7 +11,7 @@ namespace ptox {
 // One finished task of a run (the task runtime records them; RunOptions::trace returns them).
 struct TaskTrace {
   int64_t id;
-  std::string name;  // "func.incoreN (line:col)"
+  std::string name;  // "func.incoreN (file:line:col)": where the incore scope is
   int worker;
   double start_us, end_us;  // since the run started
   int64_t bytes_read, bytes_written, flops;

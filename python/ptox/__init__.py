@@ -29,7 +29,7 @@ from . import _core  # noqa: E402
 from .errors import (CheckError, CompileError, Error, InternalError, InvalidError,  # noqa: E402
                      KernelError, ShapeError, ToolchainError, UnsupportedError)
 from .kernel import Kernel  # noqa: E402
-from .profile import profile  # noqa: E402
+from .profile import _jit_positions, profile  # noqa: E402
 from . import lang  # noqa: E402
 
 __all__ = ["jit", "load", "parse", "Kernel", "JitFunction", "available_targets", "build_manifest",
@@ -149,6 +149,8 @@ class JitFunction(Kernel):
             except InvalidError as e:
                 raise CompileError(self._python_positions(str(e))) from None
             self._text = text
+            # the kernel names in ptox.profile tables
+            _jit_positions[f"<jit {fn.__name__}>"] = self._python_positions
             self._set_program(program)  # other threads wait on the lock, then see it all
 
     def _python_positions(self, message):

@@ -11,6 +11,17 @@ interpreter runs have no tasks to record.
 
 from . import _core
 
+# "<jit name>" -> the function mapping that label's positions in a text to the Python source, for
+# every @ptox.jit function: a kernel's name holds the position of its incore scope.
+_jit_positions = {}
+
+
+def _python_positions(name):
+    for label, where in _jit_positions.items():
+        if label in name:
+            name = where(name)
+    return name
+
 
 class profile:
     """A context manager recording the tasks of the compiled runs inside it (they do not nest)."""
@@ -24,7 +35,7 @@ class profile:
         return self
 
     def __exit__(self, *exc):
-        self.trace_json, self.table = _core.trace_end()
+        self.trace_json, self.table = _core.trace_end(_python_positions)
         return False
 
     def save(self, path):

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -291,17 +292,28 @@ NB_MODULE(_core, m) {
     return Take(ptox::ReorderBound(program, function, ArgsOf(args)));
   }, nb::arg("program"), nb::arg("args"), nb::arg("function") = "");
   // ptox.profile: record the tasks of the compiled runs in between; trace_end returns the Chrome
-  // trace JSON and the per-kernel profile table of them.
+  // trace JSON and the per-kernel profile table of them, each kernel's name passed through
+  // `rename` when given (ptox.jit maps the "<jit f>:line:col" in it to the Python source).
   m.def("trace_begin", [] {
     if (recording) throw nb::value_error("a profile is already open (they do not nest)");
     recording = Recording{std::chrono::steady_clock::now(), {}};
   });
-  m.def("trace_end", [] {
-    if (!recording) throw nb::value_error("no trace is open");
-    std::vector<ptox::TaskTrace> tasks = std::move(recording->tasks);
-    recording.reset();
-    return std::make_pair(ptox::ChromeTraceJson(tasks), ptox::ProfileTable(tasks));
-  });
+  m.def(
+      "trace_end",
+      [](nb::object rename) {
+        if (!recording) throw nb::value_error("no trace is open");
+        std::vector<ptox::TaskTrace> tasks = std::move(recording->tasks);
+        recording.reset();
+        std::map<std::string, std::string> renamed;  // one call per kernel, not per task
+        for (ptox::TaskTrace& t : tasks) {
+          if (rename.is_none()) break;
+          auto [it, fresh] = renamed.try_emplace(t.name);
+          if (fresh) it->second = nb::cast<std::string>(rename(t.name));
+          t.name = it->second;
+        }
+        return std::make_pair(ptox::ChromeTraceJson(tasks), ptox::ProfileTable(tasks));
+      },
+      nb::arg("rename") = nb::none());
   // A distributed run's rank (docs/distributed.md): initializes MPI under a launcher.
   m.def("rank_info", [] {
     const ptox::RankInfo r = ptox::ThisRank();

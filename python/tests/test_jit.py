@@ -132,8 +132,25 @@ def test_a_run_time_error_points_at_the_python_line():
     def window(x: pl.In[8, pl.f32], o: pl.index, y: pl.Out[4, pl.f32]):
         pl.store(pl.slice(x, [o], shape=(4,)), y)
 
-    with pytest.raises(ptox.KernelError, match="tensor.slice"):
-        window(np.ones(8, np.float32), 6, np.zeros(4, np.float32), target="interp")
+    code = window.__wrapped__.__code__
+    where = f"{code.co_filename}:{code.co_firstlineno + 2}:"  # the pl.store line
+    for target in ("interp", "cpu"):  # the compiled code named its own text's line:col
+        with pytest.raises(ptox.KernelError, match="tensor.slice") as e:
+            window(np.ones(8, np.float32), 6, np.zeros(4, np.float32), target=target)
+        assert where in str(e.value), (target, str(e.value))
+        assert "<jit window>" not in str(e.value), (target, str(e.value))
+
+
+def test_profile_names_a_jit_kernel_by_its_python_line():
+    a = np.ones((32, 128), np.float32)
+    tile_add(a, a, np.empty_like(a), 32)  # compiled before the profile
+    with ptox.profile() as p:
+        tile_add(a, a, np.empty_like(a), 32)
+    code = tile_add.__wrapped__.__code__
+    incore = code.co_firstlineno + 4  # the `with pl.incore():` line
+    rows = [line for line in p.table.splitlines()[1:] if line.strip()]
+    name = f"tile_add.incore0 ({code.co_filename}:{incore}:"
+    assert len(rows) == 1 and rows[0].startswith(name), p.table
 
 
 def test_the_op_surface_is_generated_from_the_cpp_op_list():

@@ -273,7 +273,10 @@ Result<CacheInfo> GetCacheInfo() {
 
 Result<int64_t> ClearCache() {
   int64_t n = 0;
-  Status s = Guard([&] { n = driver::CompileCache().Clear(); });
+  Status s = Guard([&] {
+    driver::ForgetRejectedBuilds();
+    n = driver::CompileCache().Clear();
+  });
   if (!s.ok()) return s;
   return n;
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -18,9 +19,9 @@
 #include <utility>
 
 #include "driver/cache_files.h"
+#include "ptox/files.h"
 #include "ptox/ptox.h"
 #include "support/error.h"
-#include "ptox/files.h"
 #include "support/warn.h"
 #include "targets/target.h"
 
@@ -35,6 +36,15 @@ constexpr std::string_view kRecordMagic = "ptox-cache-entry 2";
 std::string Record(const std::string& key, const std::string& identity, const std::string& so) {
   return std::string(kRecordMagic) + "\nkey " + key + "\nidentity " + identity + "\nso " + so +
          "\n";
+}
+
+constexpr std::string_view kFailureMagic = "ptox-cache-failure 1";
+
+// The <key>.failed record: the rejected build's key and identity, then its status code and
+// message.
+std::string FailureRecord(const std::string& key, const std::string& identity, const Error& error) {
+  return std::string(kFailureMagic) + "\nkey " + key + "\nidentity " + identity + "\ncode " +
+         std::to_string(static_cast<int>(error.code())) + "\n" + error.what();
 }
 
 // A file of the cache that may be used: a regular file (never a symlink: ReadRegularFile with
@@ -115,9 +125,9 @@ bool CheckTrust(const std::string& dir) {
 }
 
 // Builds into a private temporary folder: the cache is read-only for this user.
-CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
-                                 const std::string& ext,
-                                 const std::function<void(const std::string&)>& build) {
+CompileCache::Built BuildPrivate(
+    const std::string& dir, const std::string& key, const std::string& ext,
+    const std::function<void(const std::string&, const std::string&)>& build) {
   static std::once_flag warned;
   std::call_once(warned, [&] {
     Warn("the compile cache " + dir +
@@ -128,7 +138,7 @@ CompileCache::Built BuildPrivate(const std::string& dir, const std::string& key,
       << "cannot create a build folder " << scratch << ": " << strerror(errno);
   CompileCache::Built built{scratch + "/" + key + "." + ext, true, scratch};
   try {
-    build(built.path);
+    build(built.path, scratch + "/" + key + ".failed");
   } catch (...) {
     std::remove(built.path.c_str());  // the folder stays: it holds the kept source
     throw;
@@ -199,6 +209,18 @@ bool Install(const std::string& dir, const std::string& base, const std::string&
   return true;
 }
 
+// Writes `record` as <base>.failed (under a temporary name, then renamed: a reader never sees
+// half a record). A record that cannot be written only costs the next process a compile.
+void RecordFailure(const std::string& base, const std::string& token, const std::string& record) {
+  const std::string tmp = cache_files::TempName(base, "failed", token);
+  std::string why;
+  if (!WriteFile(tmp, {record}) || chmod(tmp.c_str(), 0644) != 0) {
+    std::remove(tmp.c_str());
+    return;
+  }
+  if (!Rename(tmp, base + ".failed", &why)) std::remove(tmp.c_str());
+}
+
 }  // namespace
 
 CompileCache::CompileCache() : CompileCache(ptox::CacheDir()) {}
@@ -217,9 +239,31 @@ std::optional<std::string> CompileCache::Lookup(const std::string& key,
   return path;
 }
 
+std::optional<Status> CompileCache::LookupFailure(const std::string& key,
+                                                  const std::string& identity) const {
+  const std::string path = dir_ + "/" + key + ".failed";
+  struct stat st {};
+  std::string why;
+  std::optional<std::string> record = ReadRegularFile(path, &why, {.no_follow = true, .stat = &st});
+  if (!record || !Trusted(st)) return std::nullopt;
+  const int64_t age = static_cast<int64_t>(time(nullptr)) - static_cast<int64_t>(st.st_mtime);
+  if (age < 0 || age >= kFailureLifetimeS) return std::nullopt;
+  // The header, then "code <n>\n" and the message.
+  const std::string head =
+      std::string(kFailureMagic) + "\nkey " + key + "\nidentity " + identity + "\ncode ";
+  if (record->rfind(head, 0) != 0) return std::nullopt;
+  const size_t eol = record->find('\n', head.size());
+  if (eol == std::string::npos) return std::nullopt;
+  const std::string code = record->substr(head.size(), eol - head.size());
+  if (code != std::to_string(static_cast<int>(StatusCode::kToolchain))) return std::nullopt;
+  return Status(StatusCode::kToolchain,
+                record->substr(eol + 1) + "\n(remembered from a build " + std::to_string(age / 60) +
+                    " min ago that the compiler rejected; `ptox cache clear` builds it again)");
+}
+
 CompileCache::Built CompileCache::Insert(
     const std::string& key, const std::string& identity, const std::string& ext,
-    const std::function<void(const std::string&)>& build) const {
+    const std::function<void(const std::string&, const std::string&)>& build) const {
   if (!writable_) return BuildPrivate(dir_, key, ext, build);
   cache_files::SweepStale(dir_);
   const std::string base = dir_ + "/" + key, token = cache_files::NewToken();
@@ -231,7 +275,11 @@ CompileCache::Built CompileCache::Insert(
   }
   const std::string tmp = cache_files::TempName(base, ext, token);
   try {
-    build(tmp);
+    build(tmp, base + ".failed");
+  } catch (const targets::BuildRejected& e) {
+    std::remove(tmp.c_str());
+    RecordFailure(base, token, FailureRecord(key, identity, e));
+    throw;
   } catch (...) {
     std::remove(tmp.c_str());
     throw;

@@ -1,10 +1,12 @@
 // The persistent compile cache: build artifacts under ptox::CacheDir() (created 0700), one entry
 // per key. An entry is <key>.<ext> (the target's artifact_extension(): "so" for the CPU targets)
 // plus <key>.sum, a small text record of the key, the build identity's hash and the artifact's
-// XXH3-128; the artifact also carries its key (targets::KeyStamp). An entry is used only when all of these match what the caller asks for;
-// anything else (truncated, corrupted, another program's binary, a symlink, a folder) is a miss
-// and is rebuilt. Entries are written under temporary names and renamed, so processes compiling
-// the same kernel at once all succeed. docs/security.md has the trust model.
+// XXH3-128; the artifact also carries its key (targets::KeyStamp). An entry is used only when all
+// of these match what the caller asks for; anything else (truncated, corrupted, another program's
+// binary, a symlink, a folder) is a miss and is rebuilt. Entries are written under temporary names
+// and renamed, so processes compiling the same kernel at once all succeed. A build the compiler
+// rejected leaves <key>.failed, a record of its error, and <key>.failed.cc, the source its error
+// names (LookupFailure). docs/security.md has the trust model.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "ptox/status.h"
 #include "support/hash.h"
 
 namespace ptox::driver {
@@ -47,11 +50,22 @@ class CompileCache {
     bool temporary = false;
     std::string scratch_dir;  // the private folder of a read-only cache's build, removed with it
   };
-  // Runs build(tmp_path) to produce the artifact, then installs it atomically as the entry
-  // for `key`. Leaves no temporary file behind when build throws; a failed install is a warning
-  // and the build is used uncached.
+  // Runs build(tmp_path, failure_stem) to produce the artifact, then installs it atomically as
+  // the entry for `key`. Leaves no temporary file behind when build throws; a failed install is a
+  // warning and the build is used uncached. A failed build's files that its error names are
+  // failure_stem + an extension ("<key>.failed.cc"); when it throws targets::BuildRejected, the
+  // failure is recorded as <key>.failed (LookupFailure) before the error goes on.
   Built Insert(const std::string& key, const std::string& identity, const std::string& ext,
-               const std::function<void(const std::string& tmp_path)>& build) const;
+               const std::function<void(const std::string& tmp_path,
+                                        const std::string& failure_stem)>& build) const;
+  // The error of a build of `key` with build identity hash `identity` that the compiler
+  // rejected less than kFailureLifetimeS seconds ago (the recorded message and a line saying it was
+  // remembered), or nullopt. Another build of the same key would fail the same way: the key
+  // hashes the source, the compiler (path, size, mtime), its flags and environment, and the
+  // kernel library. What the key does not cover (a system header installed since) is why a
+  // record expires, and `ptox cache clear` removes it at once.
+  std::optional<Status> LookupFailure(const std::string& key, const std::string& identity) const;
+  static constexpr int64_t kFailureLifetimeS = 3600;
   // Removes a temporary build (and its private folder); nothing for an installed entry.
   static void Discard(const Built& built);
 

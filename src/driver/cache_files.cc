@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Leftovers without a lock (kept sources of failed compiles) stay this long.
+// Leftovers without a lock (a failed compile's source that could not be moved aside) stay this
+// long.
 constexpr auto kLocklessAge = std::chrono::hours(24);
 
 // The token of a temporary file name ("...tmp.<pid>.<random>[.cc]"), or "" for other files.

@@ -4,12 +4,15 @@
 //   <key>.lock.tmp.<token>     held (flock) by the building process from start to finish
 //   <key>.<ext>.tmp.<token>    the compiler's output, renamed to <key>.<ext> when installed
 //                              (<ext>: the target's artifact extension, "so" on the CPU)
-//   <key>.<ext>.tmp.<token>.cc the generated source (kept when the compiler fails)
+//   <key>.<ext>.tmp.<token>.cc the generated source, moved to <key>.failed.cc when the compiler
+//                              fails (the file its error names; one per key, however often)
 //   <key>.sum.tmp.<token>      the entry record, renamed to <key>.sum
+//   <key>.failed.tmp.<token>   the record of a rejected build, renamed to <key>.failed
 //
 // A lock that can be taken belongs to a build whose process died (a lock goes with its process,
 // whatever kills it, across pid namespaces): its files are removed. Temporary files without a
-// lock are leftovers of finished builds (kept sources of failed compiles) and go after a day.
+// lock are leftovers of finished builds (a source that could not be moved aside, or one an older
+// ptox kept) and go after a day.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,8 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "driver/cache.h"
@@ -79,6 +81,36 @@ class OncePerKey {
   std::map<std::string, std::shared_future<T>> results_;
 };
 
+// The builds the compiler rejected in this process, by cache key: the same key fails the same
+// way (targets::BuildRejected), so a program called again gets the first call's error at the
+// cost of lowering it, not of running the compiler (about a second) once more.
+class Rejections {
+ public:
+  std::optional<std::string> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = messages_.find(key);
+    if (it == messages_.end()) return std::nullopt;
+    return it->second;
+  }
+  void Add(const std::string& key, const std::string& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    messages_.emplace(key, message);
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    messages_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> messages_;
+};
+
+Rejections& Rejected() {
+  static Rejections* rejected = new Rejections;  // never destroyed: used until the process ends
+  return *rejected;
+}
+
 // PTOX_PCH=0: programs build without a prelude (no precompiled headers on the CPU targets), as
 // they would where the compiler has none; the binaries are the same. For comparisons, or where
 // the preludes' disk space (50 to 100 MB each) matters more than compile time.
@@ -107,9 +139,10 @@ std::string PreludeFor(const targets::CompiledTarget& target, const CompileCache
       CompileCache folder(cache.dir() + "/" + kPreludeFolder);
       if (std::optional<std::string> path = folder.Lookup(key, identity, ext)) return *path;
       if (!folder.writable()) return "";
-      CompileCache::Built built = folder.Insert(key, identity, ext, [&](const std::string& tmp) {
-        target.BuildPrelude(prelude, key, tmp);
-      });
+      CompileCache::Built built =
+          folder.Insert(key, identity, ext, [&](const std::string& tmp, const std::string&) {
+            target.BuildPrelude(prelude, key, tmp);
+          });
       if (!built.temporary) return built.path;
       CompileCache::Discard(built);
     } catch (const Error&) {
@@ -125,22 +158,35 @@ std::string PreludeFor(const targets::CompiledTarget& target, const CompileCache
 }
 
 // The entry for `key`: cached, or built now (PTOX_FAULT=compile:N fails the N-th build after
-// the compiler ran, as a compiler crash would).
+// the compiler ran, as a compiler crash would). A build the compiler rejected, in this process
+// or (recorded in the cache) in another one, throws its error again without a compile.
 CompileCache::Built BuildCached(const targets::CompiledTarget& target, const std::string& source,
                                 const std::string& key, bool* built = nullptr) {
+  Rejections& rejected = Rejected();
   CompileCache cache;
   const std::string identity = HashHex(target.BuildIdentity());
   const std::string ext(target.artifact_extension());
   if (std::optional<std::string> path = cache.Lookup(key, identity, ext))
     return {*path, false, ""};
+  if (std::optional<std::string> message = rejected.Find(key))
+    throw Error(StatusCode::kToolchain, *message);
+  if (std::optional<Status> failed = cache.LookupFailure(key, identity)) {
+    rejected.Add(key, failed->message());
+    throw Error(failed->code(), failed->message());
+  }
   if (built) *built = true;
   const std::string prelude = cache.writable() ? PreludeFor(target, cache, source, identity) : "";
-  return cache.Insert(key, identity, ext, [&](const std::string& tmp) {
-    target.Build(source, key, tmp, prelude);
-    if (fault::ShouldFail(fault::Site::kCompile))
-      throw Error(StatusCode::kToolchain,
-                  "toolchain error: the C++ compiler failed (injected by PTOX_FAULT)");
-  });
+  try {
+    return cache.Insert(key, identity, ext, [&](const std::string& tmp, const std::string& stem) {
+      target.Build(source, key, tmp, prelude, stem);
+      if (fault::ShouldFail(fault::Site::kCompile))
+        throw Error(StatusCode::kToolchain,
+                    "toolchain error: the C++ compiler failed (injected by PTOX_FAULT)");
+    });
+  } catch (const targets::BuildRejected& e) {
+    rejected.Add(key, e.what());
+    throw;
+  }
 }
 
 std::shared_ptr<const targets::Executable> Build(const targets::CompiledTarget& target,
@@ -164,6 +210,8 @@ std::shared_ptr<const targets::Executable> Build(const targets::CompiledTarget& 
 }
 
 }  // namespace
+
+void ForgetRejectedBuilds() { Rejected().Clear(); }
 
 std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func& func, bool fuse) {
   std::string source = target.Source(Lower(target.caps(), func, fuse));

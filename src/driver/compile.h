@@ -17,6 +17,11 @@ ir::Func Lower(const passes::Capabilities& caps, const ir::Func& func, bool fuse
 std::string CompileToCache(const targets::CompiledTarget& target, const ir::Func& func,
                            bool fuse = true);
 
+// Forgets the builds this process saw the compiler reject (they are remembered by cache key so
+// that a failing program does not run the compiler on every call); with the cache's records of
+// them, what `ptox cache clear` (ptox::ClearCache) removes.
+void ForgetRejectedBuilds();
+
 // The executable of `func` for `target`: the interpreter's, or lowered, generated, built (on a
 // cache miss) and loaded. Compiled executables are also memoized in the process, so a second
 // call costs one hash. `built`, when given, is set to whether the toolchain built it (false: the

@@ -52,13 +52,18 @@ std::string ProfileTable(const std::vector<TaskTrace>& records) {
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
   std::sort(sorted.begin(), sorted.end(),
             [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
-  std::string out = fmt::format("{:<40} {:>8} {:>12} {:>11} {:>9} {:>9}\n", "kernel", "calls",
-                                "total ms", "mean us", "GB/s", "GFLOP/s");
+  // Kernel names carry their source position ("f.incore0 (model.pto:12:5)"): the column is as
+  // wide as the longest, so the numbers stay aligned.
+  size_t width = 40;
+  for (const auto& [name, r] : sorted) width = std::max(width, name.size());
+  std::string out = fmt::format("{:<{}} {:>8} {:>12} {:>11} {:>9} {:>9}\n", "kernel", width,
+                                "calls", "total ms", "mean us", "GB/s", "GFLOP/s");
   for (const auto& [name, r] : sorted) {
     double secs = r.total_us * 1e-6;
-    out += fmt::format("{:<40} {:>8} {:>12.3f} {:>11.2f} {:>9.2f} {:>9.2f}\n", name, r.calls,
-                       r.total_us / 1e3, r.total_us / static_cast<double>(r.calls),
-                       secs > 0 ? r.bytes / secs / 1e9 : 0.0, secs > 0 ? r.flops / secs / 1e9 : 0.0);
+    out +=
+        fmt::format("{:<{}} {:>8} {:>12.3f} {:>11.2f} {:>9.2f} {:>9.2f}\n", name, width, r.calls,
+                    r.total_us / 1e3, r.total_us / static_cast<double>(r.calls),
+                    secs > 0 ? r.bytes / secs / 1e9 : 0.0, secs > 0 ? r.flops / secs / 1e9 : 0.0);
   }
   return out;
 }

@@ -12,9 +12,10 @@
 #include "ir/ir.h"
 #include "kernels/abi.h"
 #include "passes/pass.h"
-#include "targets/collectives.h"
 #include "ptox/tensor.h"
 #include "runtime/task_graph.h"
+#include "support/error.h"
+#include "targets/collectives.h"
 
 namespace ptox::interp {
 class Comm;
@@ -83,6 +84,16 @@ class Target {
   virtual std::unique_ptr<ProgramState> NewProgramState() const { return nullptr; }
 };
 
+// A build whose compiler ran to completion and rejected the source (an error in the generated
+// code, or flags this compiler does not take): the same source and build identity fail the same
+// way again, so the driver remembers the failure under the cache key instead of running the
+// compiler again. A compiler that timed out, crashed, could not start or ran out of a resource is
+// a plain kToolchain / kRuntime Error: another try may succeed.
+class BuildRejected : public Error {
+ public:
+  explicit BuildRejected(std::string message) : Error(StatusCode::kToolchain, std::move(message)) {}
+};
+
 // A backend that generates code and builds it into an artifact (a shared object for the CPU
 // targets). The driver owns lowering and caching: it asks for the source and a build identity
 // (both part of the cache key), builds on a miss and loads the artifact.
@@ -99,13 +110,16 @@ class CompiledTarget : public Target {
   virtual std::vector<std::pair<std::string, std::string>> IdentityParts() const = 0;
   // The file name extension of the artifact ("so"); the cache names its entries with it.
   virtual std::string_view artifact_extension() const = 0;
-  // Builds `source` into an artifact at `out_path` that carries KeyStamp(key). `prelude_path`:
-  // "" or an artifact BuildPrelude made for Prelude(source) (a precompiled header), which only
-  // saves time: the artifact is the same without it. Throws kToolchain with the compiler's
-  // message and a one-line command that reproduces the failure (kRuntime when the host is out of
-  // disk, processes or memory).
+  // Builds `source` into an artifact at `out_path` that carries KeyStamp(key); its temporary
+  // files are named `out_path` + a suffix and are gone when it returns or throws.
+  // `prelude_path`: "" or an artifact BuildPrelude made for Prelude(source) (a precompiled
+  // header), which only saves time: the artifact is the same without it. Throws kToolchain with
+  // the compiler's message and a one-line command that reproduces the failure, whose files are
+  // `failure_stem` + the target's extensions (the CPU targets move the source there:
+  // "<stem>.cc"); BuildRejected when the compiler ran and rejected the source; kRuntime when the
+  // host is out of disk, processes or memory.
   virtual void Build(const std::string& source, const std::string& key, const std::string& out_path,
-                     const std::string& prelude_path) const = 0;
+                     const std::string& prelude_path, const std::string& failure_stem) const = 0;
 
   // The part of `source` that many programs share and that can be built once ahead to make
   // their builds faster (the CPU targets: the tile-library includes); "" when there is none.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <regex>
 
 namespace ptox::testing {
 
@@ -95,6 +96,8 @@ void CheckAllTargets(const Program& prog, const Dims& dims, const std::string& w
 void ExpectRuntimeErrorEverywhere(const Program& prog, const Dims& dims,
                                   const std::vector<std::string>& needles,
                                   const Scalars& scalars) {
+  std::string position;  // the interpreter's "<op> (file:line): ...": lowering keeps it
+  std::vector<std::pair<std::string, std::string>> compiled;  // (target, message)
   for (const std::string& t : AvailableTargets()) {
     for (bool fuse : {true, false}) {
       if (t == "interp" && !fuse) continue;
@@ -105,8 +108,20 @@ void ExpectRuntimeErrorEverywhere(const Program& prog, const Dims& dims,
       for (const std::string& n : needles)
         EXPECT_NE(s.message().find(n), std::string::npos)
             << what << ": '" << n << "' not in: " << s.message();
+      if (t != "interp") {
+        compiled.emplace_back(what, s.message());
+        continue;
+      }
+      static const std::regex kPosition(R"(\(([^()\s]+:[0-9]+)\): )");
+      std::smatch m;
+      EXPECT_TRUE(std::regex_search(s.message(), m, kPosition)) << s.message();
+      if (!m.empty()) position = m[1].str();
     }
   }
+  ASSERT_FALSE(position.empty());
+  for (const auto& [what, message] : compiled)
+    EXPECT_NE(message.find(" at " + position + ":"), std::string::npos)
+        << what << ": not at " << position << " as the interpreter: " << message;
 }
 
 }  // namespace ptox::testing

@@ -43,7 +43,8 @@ void CheckAllTargets(const Program& prog, const Dims& dims, const std::string& w
                      const Scalars& scalars = {});
 
 // The interpreter and every compiled target (fused and unfused) fail with a runtime error whose
-// message contains each of `needles` (the op the user wrote, its position, the values).
+// message contains each of `needles` (the op the user wrote, its position, the values); a compiled
+// target's names the source file:line the interpreter's does (": at file:line:col").
 void ExpectRuntimeErrorEverywhere(const Program& prog, const Dims& dims,
                                   const std::vector<std::string>& needles,
                                   const Scalars& scalars = {});

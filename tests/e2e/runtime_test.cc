@@ -387,8 +387,8 @@ TEST(RuntimeFailure, ThirdTaskFailsNamesItCancelsTheRestAndTheNextRunWorks) {
   const Args ok_inputs = MakeArgs(reduce, {{"N", 200}}, Uniform(2, -1.0f, 1.0f));
   Args ref = ok_inputs.Clone();
   ASSERT_TRUE(ptox::Run(reduce, ref.Views(), {.target = "interp"}).ok());
-  const std::regex expected(
-      R"(task 2 \(failing\.incore0 \(10:5\)\) failed: .*tile\.load.*\(7 tasks cancelled\))");
+  const std::regex expected(R"(task 2 \(failing\.incore0 \(<runtime_test>:10:5\)\) failed: )"
+                            R"(.*tile\.load at <runtime_test>:11:7.*\(7 tasks cancelled\))");
   for (int iter = 0; iter < 200; ++iter) {
     const int threads = kThreadCounts[iter % 3];
     Args a = fail_inputs.Clone();
@@ -465,7 +465,7 @@ TEST(RuntimeTrace, RecordsHoldExactTrafficAndFormatAsChromeJsonAndProfile) {
     ASSERT_EQ(trace.size(), 2u);
     std::sort(trace.begin(), trace.end(), [](auto& x, auto& y) { return x.id < y.id; });
     for (const TaskTrace& t : trace) {
-      EXPECT_EQ(t.name, "traced.incore0 (5:5)");
+      EXPECT_EQ(t.name, "traced.incore0 (<runtime_test>:5:5)");
       EXPECT_GE(t.worker, 0);
       EXPECT_LT(t.worker, threads);
       EXPECT_GE(t.start_us, 0);
@@ -483,7 +483,7 @@ TEST(RuntimeTrace, RecordsHoldExactTrafficAndFormatAsChromeJsonAndProfile) {
     for (const auto& e : j.at("traceEvents")) {
       if (e.at("ph") == "X") {
         ++slices;
-        EXPECT_EQ(e.at("name"), "traced.incore0 (5:5)");
+        EXPECT_EQ(e.at("name"), "traced.incore0 (<runtime_test>:5:5)");
         EXPECT_GE(e.at("dur").get<double>(), 0.0);
         int64_t id = e.at("args").at("task").get<int64_t>();
         EXPECT_EQ(e.at("args").at("bytes_written").get<int64_t>(), trace[id].bytes_written);
@@ -543,7 +543,9 @@ TEST(RuntimeCli, RunWritesATraceAndPrintsTheProfile) {
   ASSERT_EQ(r->exit_code, 0) << r->err;
   EXPECT_NE(r->out.find("OK"), std::string::npos) << r->out;
   // hello_dyn: 300 rows in 64-row tiles = 5 tasks of one kernel.
-  EXPECT_EQ(ProfileCalls(r->err, "tile_add_dyn.incore0 (7:5)"), 5) << r->err;
+  const std::string kernel =
+      "tile_add_dyn.incore0 (" + std::string(PTOX_EXAMPLES_DIR) + "/hello_dyn.pto:7:5)";
+  EXPECT_EQ(ProfileCalls(r->err, kernel), 5) << r->err;
   std::ifstream in(trace);
   ASSERT_TRUE(in.good());
   nlohmann::json j = nlohmann::json::parse(in);

@@ -146,10 +146,34 @@ std::string Emitter::Operands(const std::vector<ir::Operand>& ops, size_t begin,
   return s;
 }
 
+std::string Position(const Span& span) {
+  if (!span.known()) return "";
+  const std::string at = fmt::format("{}:{}", span.line, span.col);
+  return span.file.empty() ? at : span.file + ":" + at;
+}
+
+namespace {
+
+// `ch` as it is written inside a C++ string literal.
+std::string EscapedChar(char ch) {
+  if (ch == '\\' || ch == '"') return std::string("\\") + ch;
+  if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+    return fmt::format("\\{:03o}", static_cast<unsigned char>(ch));  // three digits: exact
+  return std::string(1, ch);
+}
+
+}  // namespace
+
+std::string CLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (const char ch : text) out += EscapedChar(ch);
+  return out + "\"";
+}
+
 std::string Emitter::Where(const ir::Stmt& s, std::string_view what) {
   std::string w(what);
-  if (s.span().known()) w += fmt::format(" at {}:{}", s.span().line, s.span().col);
-  return "\"" + w + "\"";
+  if (s.span().known()) w += " at " + Position(s.span());
+  return CLiteral(w);
 }
 
 void Emitter::Block(const ir::Block& b, int depth) {
@@ -347,7 +371,8 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   const ir::Value& res = op.result();
   PTOX_ICHECK(res->type.rank() <= abi::kMaxRank) << "rank " << res->type.rank();
   const std::string where = Where(op, "tensor.empty"), r = Name(res);
-  const std::string at = where.substr(1, where.size() - 2);  // unquoted
+  const std::string at =
+      "tensor.empty" + (op.span().known() ? " at " + Position(op.span()) : std::string());
   if (cur_ != &out_)
     PTOX_UNSUPPORTED() << "the CPU target makes tensors only outside incore scopes (" << at << ")";
   std::string sizes;
@@ -356,7 +381,8 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
     sizes += sizes.empty() ? "" : ", ";
     sizes += d.is_static() ? fmt::format("int64_t{{{}}}", d.size) : Operand(op.args()[next++]);
   }
-  const std::string label = res->name.empty() ? where : fmt::format("\"%{} ({})\"", res->name, at);
+  const std::string label =
+      res->name.empty() ? where : CLiteral(fmt::format("%{} ({})", res->name, at));
   Line(depth, fmt::format("int64_t {}_id = -1;", r));
   tensor_ids_.insert(res.get());
   Line(depth, fmt::format("const pc::TensorArg& {0} = pc::Empty<{1}>(ctx, rt, {{{2}}}, {3}, {4}, "
@@ -425,10 +451,8 @@ std::string FormatLiteral(std::string_view text, bool holes) {
       ++i;
     } else if (ch == '%') {
       out += "%%";
-    } else if (ch == '\\' || ch == '"') {
-      out += std::string("\\") + ch;
     } else {
-      out += ch;
+      out += EscapedChar(ch);
     }
   }
   return out + "\"";
@@ -444,7 +468,7 @@ void Emitter::Assert(const ir::OpStmt& op, int depth) {
     return it == op.attrs().end() ? std::string(fallback) : std::get<std::string>(it->second);
   };
   std::string where = text("op", "arith.assert");
-  if (op.span().known()) where += fmt::format(" at {}:{}", op.span().line, op.span().col);
+  if (op.span().known()) where += " at " + Position(op.span());
   std::string values;
   for (size_t i = 1; i < op.args().size(); ++i)
     values += fmt::format(", static_cast<long long>({})", Operand(op.args()[i]));

@@ -130,6 +130,28 @@ const std::vector<std::string>& CompilerEnvironment() {
   return env;
 }
 
+// Moves a failed build's source from `from` to `to` (one name per cache key: a failure that
+// happens again replaces it instead of adding a file); returns where it is now.
+std::string KeepSource(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  return ec ? from : to;
+}
+
+// Whether a failed compile says that the compiler rejected the source, so the same source fails
+// again (BuildRejected): exit status 1, the status GCC and Clang give errors in a source or its
+// flags. An internal compiler error (4), a signal (128 + n) or a timeout may not recur, nor does
+// status 1 when the compiler says it ran out of something (a child killed by the OOM killer, a
+// full disk under the assembler).
+bool Rejected(const ProcessResult& r) {
+  if (r.timed_out || r.exit_code != 1) return false;
+  for (const char* transient : {"signal terminated program", "No space left on device",
+                                "Cannot allocate memory", "memory exhausted", "out of memory",
+                                "Disk quota exceeded", "Resource temporarily unavailable"})
+    if (r.err.find(transient) != std::string::npos) return false;
+  return true;
+}
+
 // PTOX_COMPILE_TIMEOUT (seconds, 1 to 86400; default 300): how long one compile may take
 // before its process group is killed.
 int CompileTimeoutMs() {
@@ -340,18 +362,22 @@ std::vector<std::pair<std::string, std::string>> CpuTarget::IdentityParts() cons
 
 namespace {
 
-// Runs the compiler command `argv`; throws kToolchain (kRuntime when no process could be started
-// for lack of processes or memory) with its message, a command that reproduces the failure and
-// `kept` (what was compiled, which the caller keeps) when it fails.
-void RunCompiler(const std::vector<std::string>& argv, const std::string& kept) {
+// How a compile failed: what happened ("failed with exit code 1"), the compiler's messages, and
+// whether it rejected the source (the same source fails again: BuildRejected).
+struct CompileFailure {
+  std::string what, err;
+  bool rejected = false;
+};
+
+// Runs the compiler command `argv`: nullopt when it succeeded, else how it failed. Throws kRuntime
+// when no process could be started for lack of processes or memory (a resource, not the compiler).
+std::optional<CompileFailure> RunCompiler(const std::vector<std::string>& argv) {
   const int timeout_ms = CompileTimeoutMs();
   std::optional<ProcessResult> r =
       RunProcess(argv, {.timeout_ms = timeout_ms, .env = CompilerEnvironment()});
   const int start_errno = r ? 0 : errno;
-  if (r && r->exit_code == 0 && !r->timed_out) return;
-  std::string command;
-  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
-  if (!r && (start_errno == EAGAIN || start_errno == ENOMEM)) {  // a resource, not the compiler
+  if (r && r->exit_code == 0 && !r->timed_out) return std::nullopt;
+  if (!r && (start_errno == EAGAIN || start_errno == ENOMEM)) {
     throw Error(StatusCode::kRuntime, std::string("runtime error: cannot start the C++ compiler ") +
                                           argv[0] + ": " + std::strerror(start_errno) +
                                           " (out of processes or memory)");
@@ -360,9 +386,13 @@ void RunCompiler(const std::vector<std::string>& argv, const std::string& kept) 
                      : r->timed_out ? "timed out after " + std::to_string(timeout_ms / 1000) +
                                           " s (PTOX_COMPILE_TIMEOUT)"
                                     : "failed with exit code " + std::to_string(r->exit_code);
-  throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + what + "\n" +
-                                          (r ? r->err : std::string()) + "reproduce with: " +
-                                          command + "\n(" + kept + ")");
+  return CompileFailure{std::move(what), r ? r->err : std::string(), r && Rejected(*r)};
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+  return command;
 }
 
 // Writes `text` to `path` (a file of the compile cache); throws as a failed build.
@@ -409,18 +439,24 @@ void CpuTarget::BuildPrelude(const std::string& prelude, const std::string& key,
   for (const std::string& f : Flags()) argv.push_back(f);
   argv.insert(argv.end(), {"-x", "c++-header", "-o", out_path, header_path});
   // Nothing is kept on failure: the driver then compiles programs without a prelude.
+  std::optional<CompileFailure> failed;
   try {
-    RunCompiler(argv, "a precompiled tile-library prelude");
+    failed = RunCompiler(argv);
   } catch (...) {
-    std::remove(out_path.c_str());
     std::remove(header_path.c_str());
     throw;
   }
   std::remove(header_path.c_str());
+  if (!failed) return;
+  std::remove(out_path.c_str());
+  throw Error(StatusCode::kToolchain, "toolchain error: the C++ compiler " + failed->what +
+                                          " building a precompiled tile-library prelude\n" +
+                                          failed->err + "reproduce with: " + CommandLine(argv));
 }
 
 void CpuTarget::Build(const std::string& source, const std::string& key,
-                      const std::string& out_path, const std::string& prelude_path) const {
+                      const std::string& out_path, const std::string& prelude_path,
+                      const std::string& failure_stem) const {
   const std::string& cc = CompilerPath();
   if (cc.empty()) throw Error(StatusCode::kToolchain, NoCompilerMessage());
   std::string src_path = out_path + ".cc";
@@ -438,27 +474,30 @@ void CpuTarget::Build(const std::string& source, const std::string& key,
     argv.insert(argv.end(), {"-o", out_path, src_path});
     return argv;
   };
-  const std::string kept = "the generated source is kept at " + src_path;
-  try {
-    if (prelude_path.empty()) {
-      RunCompiler(command(false), kept);
-    } else {
-      // Were the .gch unusable after all (GCC rejects one made by another compiler or with other
-      // flags, and stops at a damaged one), the source builds as it would without it.
-      try {
-        RunCompiler(command(true), kept);
-      } catch (const Error& e) {
-        if (e.code() != StatusCode::kToolchain) throw;
-        RunCompiler(command(false), kept);
-        Warn("the precompiled tile library " + prelude_path +
-             " could not be used; the kernel was compiled without it");
-      }
-    }
-  } catch (const Error& e) {
-    if (e.code() == StatusCode::kRuntime) std::remove(src_path.c_str());
-    throw;
+  std::optional<CompileFailure> failed = RunCompiler(command(!prelude_path.empty()));
+  if (failed && !prelude_path.empty()) {
+    // Were the .gch unusable after all (GCC rejects one made by another compiler or with other
+    // flags, and stops at a damaged one), the source builds as it would without it.
+    failed = RunCompiler(command(false));
+    if (!failed)
+      Warn("the precompiled tile library " + prelude_path +
+           " could not be used; the kernel was compiled without it");
   }
-  std::remove(src_path.c_str());
+  if (!failed) {
+    std::remove(src_path.c_str());
+    return;
+  }
+  // The reproducer compiles the source where it is kept, into a file beside it, so that running
+  // it leaves nothing in the cache that looks like a build in progress.
+  std::vector<std::string> argv = command(false);
+  const std::string kept = KeepSource(src_path, failure_stem + ".cc");
+  argv[argv.size() - 2] = kept == src_path ? out_path : failure_stem + ".so";  // -o <this>
+  argv.back() = kept;
+  std::string message = "toolchain error: the C++ compiler " + failed->what + "\n" + failed->err +
+                        "reproduce with: " + CommandLine(argv) +
+                        "\n(the generated source is kept at " + kept + ")";
+  if (failed->rejected) throw BuildRejected(std::move(message));
+  throw Error(StatusCode::kToolchain, std::move(message));
 }
 
 std::shared_ptr<const Executable> CpuTarget::Load(const std::string& so_path,

@@ -29,7 +29,7 @@ class CpuTarget final : public CompiledTarget {
   std::string_view artifact_extension() const override { return "so"; }
   std::unique_ptr<ProgramState> NewProgramState() const override;
   void Build(const std::string& source, const std::string& key, const std::string& out_path,
-             const std::string& prelude_path) const override;
+             const std::string& prelude_path, const std::string& failure_stem) const override;
   // The prelude is the source's tile-library includes, precompiled as a GCC / Clang header.
   std::string Prelude(const std::string& source) const override;
   void BuildPrelude(const std::string& prelude, const std::string& key,

@@ -171,10 +171,11 @@ void Emitter::Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
   }
   std::unordered_set<const ir::ValueNode*> inside;
   ir::ForEachDefinition(s.body(), [&](const ir::Value& v) { inside.insert(v.get()); });
-  std::string where = s.span().known() ? fmt::format(" ({}:{})", s.span().line, s.span().col) : "";
-  Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, \"{}.incore{}{}\", {}}};",
-                              k, info.accesses.size(), func_.name, tasks_ - 1, where,
-                              TaskFlops(s.body(), inside)));
+  // The task's name in messages and profiles: the scope and where the user wrote it.
+  std::string name = fmt::format("{}.incore{}", func_.name, tasks_ - 1);
+  if (s.span().known()) name += " (" + Position(s.span()) + ")";
+  Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, {}, {}}};", k,
+                              info.accesses.size(), CLiteral(name), TaskFlops(s.body(), inside)));
   Line(depth + 1, "rt->submit(rt->ctx, &task);");
   Line(depth, "}");
 }

@@ -46,8 +46,9 @@ int64_t MtimeNs(const std::string& path) {
 }
 
 TEST_F(DriverTest, FirstRunCreatesOneEntryAndAnotherProcessReusesIt) {
-  std::string text = UniqueScale();
-  ExpectMatchesInterp(MustParse(text), testing::BestCpu());
+  // From the file the CLI runs: the file's name is in the generated messages, so in the key.
+  const std::string file = WriteProgram("p.pto", UniqueScale());
+  ExpectMatchesInterp(testing::MustLoad(file), testing::BestCpu());
   std::vector<std::string> files = CacheFiles();
   ASSERT_EQ(files.size(), 2u) << ::testing::PrintToString(files);
   std::vector<std::string> keys = Keys(files);
@@ -57,8 +58,7 @@ TEST_F(DriverTest, FirstRunCreatesOneEntryAndAnotherProcessReusesIt) {
   testing::ExpectValidEntry(so);
   int64_t so_mtime = MtimeNs(so), sum_mtime = MtimeNs(sum);
 
-  ProcessResult r =
-      Ptox({"run", WriteProgram("p.pto", text), "--target=" + testing::BestCpu(), "--check"});
+  ProcessResult r = Ptox({"run", file, "--target=" + testing::BestCpu(), "--check"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
   EXPECT_EQ(CacheFiles(), files);
@@ -135,9 +135,10 @@ TEST_F(DriverTest, KeyChangesWithTheTarget) {
 TEST_F(DriverTest, EntriesTakeTheTargetsArtifactExtension) {
   CompileCache cache;
   const std::string key = HashHex("an artifact"), identity = HashHex("a device toolchain");
-  CompileCache::Built built = cache.Insert(key, identity, "cubin", [&](const std::string& tmp) {
-    testing::WriteFile(tmp, "device code\n" + targets::KeyStamp(key));
-  });
+  CompileCache::Built built =
+      cache.Insert(key, identity, "cubin", [&](const std::string& tmp, const std::string&) {
+        testing::WriteFile(tmp, "device code\n" + targets::KeyStamp(key));
+      });
   EXPECT_FALSE(built.temporary);
   EXPECT_EQ(built.path, CachePath(key + ".cubin"));
   EXPECT_EQ(cache.Lookup(key, identity, "cubin"), built.path);
@@ -148,8 +149,9 @@ TEST_F(DriverTest, EntriesTakeTheTargetsArtifactExtension) {
   EXPECT_EQ(CacheFiles(), std::vector<std::string>{"notes.txt"});
 }
 
-// Comments and spacing that leave every op where it was produce the same entry. (Spans are part
-// of the generated error messages, so moving an op to another line is a different binary.)
+// Comments and spacing that leave every op where it was produce the same entry. (Positions are
+// part of the generated error messages, so moving an op to another line, or the program to
+// another file, is a different binary.)
 TEST_F(DriverTest, KeyIgnoresCommentsAndSpacing) {
   std::string text = UniqueScale();
   std::string noisy = text;

@@ -67,12 +67,12 @@ TEST_F(DriverTest, AnotherUsersCacheIsRefused) {
 // An entry file that is not this user's or root's is not loaded: it is rebuilt.
 TEST_F(DriverTest, EntryOwnedBySomeoneElseIsRebuilt) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to chown an entry";
-  std::string text = UniqueScale();
+  const std::string file = WriteProgram("p.pto", UniqueScale());
   Result<std::string> so =
-      Compile(MustParse(text), {.target = "cpu-scalar", .emit = Emit::kBinary});
+      Compile(testing::MustLoad(file), {.target = "cpu-scalar", .emit = Emit::kBinary});
   ASSERT_TRUE(so.ok()) << so.status().message();
   ASSERT_EQ(chown(so->c_str(), 65534, 65534), 0);
-  ProcessResult r = Ptox({"run", WriteProgram("p.pto", text), "--target=cpu-scalar", "--check"});
+  ProcessResult r = Ptox({"run", file, "--target=cpu-scalar", "--check"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   struct stat st {};
   ASSERT_EQ(stat(so->c_str(), &st), 0);

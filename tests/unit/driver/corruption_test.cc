@@ -113,15 +113,15 @@ class CorruptEntry : public DriverTest, public ::testing::WithParamInterface<Dam
 // memoizes loaded executables): the run must rebuild and agree with the interpreter, and leave
 // one valid entry and nothing else new.
 TEST_P(CorruptEntry, IsDetectedAndRebuilt) {
-  std::string text = UniqueScale();
+  const std::string file = WriteProgram("p.pto", UniqueScale());
   Result<std::string> so =
-      Compile(MustParse(text), {.target = "cpu-scalar", .emit = Emit::kBinary});
+      Compile(testing::MustLoad(file), {.target = "cpu-scalar", .emit = Emit::kBinary});
   ASSERT_TRUE(so.ok()) << so.status().message();
   std::string good = ReadFile(*so);
   ASSERT_GT(good.size(), 1000u);
   Apply(GetParam(), *so, good);
   std::vector<std::string> files_before = CacheFiles();
-  ProcessResult r = Ptox({"run", WriteProgram("p.pto", text), "--target=cpu-scalar", "--check"});
+  ProcessResult r = Ptox({"run", file, "--target=cpu-scalar", "--check"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
   struct stat st {};

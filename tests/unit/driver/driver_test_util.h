@@ -80,6 +80,15 @@ inline Program MustParse(const std::string& text) {
   return p.ok() ? *p : Program();
 }
 
+// The program in the file at `path`, as `ptox run <path>` reads it (fails the test otherwise). A
+// program compiled in this process that a CLI run must find in the cache comes from the same
+// file: positions in the generated code name the file, so they are part of the cache key.
+inline Program MustLoad(const std::string& path) {
+  Result<Program> p = Program::FromFile(path);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : Program();
+}
+
 // Runs the one-input, one-output program on `target` and on the interpreter over the same
 // input; expects both to succeed with bit-identical outputs (the test programs are elementwise).
 inline void ExpectMatchesInterp(const Program& prog, const std::string& target) {

@@ -55,8 +55,10 @@ TEST_F(DriverTest, CompilerFailureIsAToolchainErrorWithAReproducer) {
     EXPECT_NE(ReadFile(kept).find("ptox_entry"), std::string::npos) << kept;
     EXPECT_EQ(r.out, "") << "no results on failure";
   }
-  for (const std::string& f : CacheFiles())
-    EXPECT_EQ(f.substr(f.size() - 3), ".cc") << "only kept sources, no entry: " << f;
+  for (const std::string& f : CacheFiles()) {
+    EXPECT_EQ(f.find(".tmp."), std::string::npos) << "no temporary file is left: " << f;
+    EXPECT_NE(f.find(".failed"), std::string::npos) << "no entry, the failures only: " << f;
+  }
 }
 
 TEST_F(DriverTest, MissingCompilerIsAToolchainError) {
@@ -89,9 +91,8 @@ TEST_F(DriverTest, CpuIsTheBestAvailableIsa) {
 // `unsupported` error naming the missing features (nothing compiled), and "cpu" falls back.
 TEST_F(DriverTest, MissingIsaIsUnsupportedAndCpuFallsBack) {
   if (BestCpu() != "cpu-avx512") GTEST_SKIP() << "needs an AVX-512 host";
-  std::string text = UniqueScale();
-  Program prog = MustParse(text);
-  std::string file = WriteProgram("p.pto", text);
+  std::string file = WriteProgram("p.pto", UniqueScale());
+  Program prog = testing::MustLoad(file);  // the CLI's program: the same cache keys
   auto binary = [&](const std::string& target) {
     Result<std::string> p = Compile(prog, {.target = target, .emit = Emit::kBinary});
     EXPECT_TRUE(p.ok()) << target << ": " << p.status().message();
@@ -167,9 +168,11 @@ TEST_F(DriverTest, OutOfBoundsLoadIsARuntimeErrorOnEveryCpuTarget) {
       Status s = ptox::Run(prog, args, {.target = target});
       EXPECT_EQ(s.code(), StatusCode::kRuntime) << target << ": " << s.message();
       EXPECT_NE(s.message().find("tile.load"), std::string::npos) << target << ": " << s.message();
-      // The source line of the load: "at 4:5" (generated code), "(<input>:4)" (interpreter).
+      // The source position of the load: "at <input>:4:5" (generated code), "(<input>:4)"
+      // (interpreter).
       const std::string& m = s.message();
-      EXPECT_TRUE(m.find(" at 4:") != std::string::npos || m.find(":4)") != std::string::npos)
+      EXPECT_NE(m.find(target == "interp" ? "tile.load (<input>:4)" : "tile.load at <input>:4:5"),
+                std::string::npos)
           << target << ": " << m;
       EXPECT_NE(s.message().find("out of bounds"), std::string::npos) << s.message();
     }
@@ -178,9 +181,49 @@ TEST_F(DriverTest, OutOfBoundsLoadIsARuntimeErrorOnEveryCpuTarget) {
   std::string file = WriteProgram("shifted.pto", kShifted);
   ProcessResult r = Ptox({"run", file, "--target=cpu", "--scalars", "i=8"});
   EXPECT_EQ(r.exit_code, 4) << r.err;
-  EXPECT_NE(r.err.find("tile.load"), std::string::npos) << r.err;
+  // The op at its file:line:col, in the task named by where its incore scope is in the file: the
+  // positions the user wrote, the interpreter's file:line.
+  EXPECT_NE(r.err.find("task 0 (shifted.incore0 (" + file + ":3:3)) failed: tile.load at " + file +
+                       ":4:5: "),
+            std::string::npos)
+      << r.err;
+  ProcessResult interp = Ptox({"run", file, "--target=interp", "--scalars", "i=8"});
+  EXPECT_EQ(interp.exit_code, 4) << interp.err;
+  EXPECT_NE(interp.err.find("tile.load (" + file + ":4)"), std::string::npos) << interp.err;
   r = Ptox({"run", file, "--target=cpu", "--scalars", "i=0", "--check"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The file name goes into the generated code's messages as a C++ string literal: quotes,
+// backslashes and control characters in it neither break the build nor change the name.
+TEST_F(DriverTest, AFileNameInGeneratedMessagesIsEscaped) {
+  const std::string name = "a \"quoted\" dir\\with\tcontrol\n%s\?\?/chars.pto";
+  Result<Program> prog = Program::Parse(kShifted, name);
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  std::vector<float> x(128, 1.0f), y(128, 0.0f);
+  std::vector<Arg> args = {Tensor::Contiguous(x.data(), DType::kF32, {8, 16}),
+                           Tensor::Contiguous(y.data(), DType::kF32, {8, 16}), int64_t{8}};
+  Status s = ptox::Run(*prog, args, {.target = "cpu-scalar"});
+  EXPECT_EQ(s.code(), StatusCode::kRuntime) << s.message();
+  EXPECT_NE(s.message().find("(shifted.incore0 (" + name + ":3:3))"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("tile.load at " + name + ":4:5: "), std::string::npos) << s.message();
+  // An assert's position is part of a printf format.
+  Result<Program> checked = Program::Parse(R"(func @f(%n: in index, %y: out tensor<1x16xf32>) {
+  %ok = arith.lt %n, 10
+  arith.assert %ok, %n {op = "my.check", msg = "n = {} is not below 10"}
+  incore {
+    %t = tile.full 0.0 : tile<1x16xf32>
+    tile.store %t, %y[0, 0]
+  }
+})",
+                                           name);
+  ASSERT_TRUE(checked.ok()) << checked.status().message();
+  s = ptox::Run(*checked, {int64_t{12}, Tensor::Contiguous(y.data(), DType::kF32, {1, 16})},
+                {.target = "cpu-scalar"});
+  EXPECT_NE(s.message().find("my.check at " + name + ":3:3: n = 12 is not below 10"),
+            std::string::npos)
+      << s.message();
 }
 
 }  // namespace
