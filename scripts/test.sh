@@ -20,8 +20,13 @@ stage() {
   local name=$1 t0=$SECONDS
   shift
   echo "test: $name" >&2
-  "$@"
+  local rc=0
+  "$@" || rc=$?
   stages+=("$(printf '%-8s %5d' "$name" $((SECONDS - t0)))")
+  if [ "$rc" != 0 ]; then
+    stages[-1]+=" (failed: exit $rc)"
+    exit "$rc"
+  fi
 }
 
 stage setup bash scripts/setup.sh
