@@ -1,4 +1,5 @@
-// Building programs in C++ instead of text. Errors are sticky: a bad call records the first
+// Building programs in C++ instead of text. A function may call another builder's function
+// (Call), which is then part of the program too; calls are inlined when the program is built. Errors are sticky: a bad call records the first
 // error (with the op it came from) and returns a placeholder; Build() then returns that error.
 //
 //   ptox::FunctionBuilder f("tile_add");
@@ -57,13 +58,15 @@ class FunctionBuilder {
   Val Param(std::string name, ParamDirection dir, DType dtype, std::vector<DimSpec> dims);
   // A scalar `in` parameter.
   Val ScalarParam(std::string name, DType dtype);
-
-  // Any op from ops.def by name, e.g. Op("tile.exp", {t}); `result` is the declared result type
-  // for ops that need one (tile.full / cast / reshape / slice: tile rows, cols, dtype).
+  // A tile parameter: makes the function incore (see IncoreFunction).
   struct TileType {
     int64_t rows, cols;
     DType dtype;
   };
+  Val TileParam(std::string name, TileType type);
+
+  // Any op from ops.def by name, e.g. Op("tile.exp", {t}); `result` is the declared result type
+  // for ops that need one (tile.full / cast / reshape / slice: tile rows, cols, dtype).
   Val Op(std::string_view name, std::vector<Operand> args, std::optional<TileType> result = {});
 
   Val Load(Val tensor, std::vector<Operand> offsets, int64_t rows, int64_t cols,
@@ -82,7 +85,17 @@ class FunctionBuilder {
                        const std::function<std::vector<Operand>(Val, const std::vector<Val>&)>& body,
                        LoopKind kind = LoopKind::kSequential);
 
-  // Verifies and returns the program (a module with this one function), or the first error.
+  // Makes this an incore function: its body is the inside of its callers' incore scopes (tile
+  // ops without an incore scope of their own); it is called only inside incore scopes.
+  void IncoreFunction();
+  // Calls the function `callee` builds (finished by this call: build it completely first) and
+  // returns its results. The callee and the functions it calls become part of this program.
+  std::vector<Val> Call(FunctionBuilder& callee, std::vector<Operand> args);
+  // Ends the function with `return values` (the function's results, in order).
+  void Return(std::vector<Operand> values);
+
+  // Verifies and returns the program (this function and those it calls, inlined), or the first
+  // error.
   Result<Program> Build();
 
  private:

@@ -71,7 +71,10 @@ class Program {
   // asks when it has to write a type the verifier inferred.
   Result<std::vector<std::pair<std::string, std::string>>> ValueTypes(
       std::string_view function = {}) const;
+  // The module as written (calls included), and its entries: the functions no function calls,
+  // with every call inlined (what runs and compiles).
   const ir::Module& module() const { return *module_; }
+  const ir::Module& entries() const { return *entries_; }
 
   // Drops the blocks kept for constant inputs (RunOptions::constants) by this program and its
   // copies; call it before changing or freeing a tensor passed as a constant. Waits for runs in
@@ -89,7 +92,7 @@ class Program {
   friend Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& rank_args,
                          const struct RunOptions& options, int64_t timeout_ms);
   struct Compiled;  // executables compiled for this program, per (function, target)
-  std::shared_ptr<const ir::Module> module_;
+  std::shared_ptr<const ir::Module> module_, entries_;
   std::shared_ptr<Compiled> compiled_;
 };
 

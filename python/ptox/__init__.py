@@ -168,6 +168,21 @@ class JitFunction(Kernel):
     def ir(self):
         return self._text
 
+    @property
+    def __ptox_function__(self):
+        """The Python function: a kernel that calls this one inlines it (ptox.lang)."""
+        return self.__wrapped__
+
+
+def inline(fn):
+    """Marks a Python function written in the ptox language as one @ptox.jit kernels may call
+    (``@ptox.jit`` functions may be called too). It is written once per kind of arguments —
+    compile-time constants (ints, floats, bools: ``if HEAD_DIM == 64`` keeps one arm) and the
+    types of tensors, tiles and scalars — and inlined where it is called. It returns one value,
+    a tuple, or nothing; parameters without annotations take their arguments' types."""
+    fn.__ptox_function__ = fn
+    return fn
+
 
 def jit(fn=None, *, target="cpu", threads=0, constants=None):
     """Compiles a Python function written in the ptox language (``ptox.lang``) from its AST.

@@ -127,8 +127,15 @@ class _Builder(ast.NodeVisitor):
     """Walks one function's AST and writes its .pto text, remembering for every line the Python
     position it came from (CompileError messages point at the Python source)."""
 
-    def __init__(self, fn, filename, constants):
+    def __init__(self, fn, filename, constants, module, name=None):
         self.fn, self.filename = fn, filename
+        self.module = module  # the program's functions: the helpers this one calls
+        self.func_name = name or fn.__name__
+        self.helper = name is not None  # a function called by another: returns its values
+        self.results = []  # a helper's result types (its return statement's)
+        self.incore = False  # an incore function: the inside of its callers' incore scopes
+        self.in_incore = 0  # depth of `with pl.incore()` blocks around the current statement
+        self.directions = {}  # tensor parameter -> its direction
         self.constants = dict(constants)  # compile-time names: immediates wherever they appear
         # body line number (1-based; 0: the func header) -> the Python "file:line:col" that
         # wrote it; text line k is body line k - 1
@@ -180,16 +187,9 @@ class _Builder(ast.NodeVisitor):
             t = self.annotation(a.annotation)
             self.names.add(a.arg)
             if isinstance(t, TensorType):
-                for axis, d in enumerate(t.dims):
-                    if isinstance(d, str):
-                        self.symbol_dims.setdefault(d, (a.arg, axis))
-                params.append(f"%{a.arg}: {t.direction} {t.text()}")
-                self.types[a.arg] = t.text()
-                self.env[a.arg] = _Value(a.arg, "tensor")
+                self.param(a.arg, t.text(), t.direction, params)
             else:
-                params.append(f"%{a.arg}: in {t.name}")
-                self.types[a.arg] = t.name
-                self.env[a.arg] = _Value(a.arg, "scalar")
+                self.param(a.arg, t.name, "in", params)
         if node.returns is not None:
             ret = node.returns
             items = ret.elts if isinstance(ret, ast.Tuple) else [ret]
@@ -200,6 +200,42 @@ class _Builder(ast.NodeVisitor):
                 name = self.fresh("out" if len(items) == 1 else f"out{k}")
                 params.append(f"%{name}: out {t.text()}")
                 self.outputs.append(name)
+        return params
+
+    def param(self, name, type_text, direction, params):
+        """Declares parameter %name of this type (tensor<...>, tile<...> or a dtype)."""
+        kind = type_text.split("<")[0] if "<" in type_text else "scalar"
+        if kind == "tensor":
+            dims, _ = _parse_type(type_text)
+            for axis, d in enumerate(dims):
+                if isinstance(d, str):
+                    self.symbol_dims.setdefault(d, (name, axis))
+            self.directions[name] = direction
+        params.append(f"%{name}: {direction} {type_text}")
+        self.types[name] = type_text
+        self.env[name] = _Value(name, kind)
+
+    def helper_signature(self, node, args):
+        """The parameters of a helper called with `args`, one (kind, value) per parameter: a
+        ("const", v) parameter is the compile-time constant v in the body, a ("value", type,
+        direction) one a parameter of the function, of its annotation's type when it has one
+        (the call is checked against it), else of the argument's."""
+        self.line_map[0] = self.where(node)
+        params = []
+        for a, (kind, *arg) in zip(node.args.args, args):
+            self.names.add(a.arg)
+            if kind == "const":
+                self.constants[a.arg] = arg[0]
+                continue
+            type_text, direction = arg
+            if a.annotation is not None:
+                t = self.annotation(a.annotation)
+                if isinstance(t, TensorType):
+                    type_text, direction = t.text(), t.direction
+                else:
+                    type_text = t.name
+            self.param(a.arg, type_text, direction if type_text.startswith("tensor") else "in",
+                       params)
         return params
 
     def annotation(self, node):
@@ -219,9 +255,24 @@ class _Builder(ast.NodeVisitor):
 
     def stmt(self, s):
         if isinstance(s, ast.Assign):
-            if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
-                self.fail(s, "assign to one name (x = ...)")
-            self.env[s.targets[0].id] = self.expr(s.value, hint=s.targets[0].id)
+            target = s.targets[0] if len(s.targets) == 1 else None
+            if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+                values = self.expr(s.value, hint=target.elts[0].id)
+                if not isinstance(values, tuple) or len(values) != len(target.elts):
+                    self.fail(s, f"unpacks {len(target.elts)} names from a value that is not "
+                                 f"a call returning {len(target.elts)} values")
+                for e, v in zip(target.elts, values):
+                    self.env[e.id] = v
+                return
+            if not isinstance(target, ast.Name):
+                self.fail(s, "assign to one name (x = ...), or unpack a call's results (a, b = f(x))")
+            value = self.expr(s.value, hint=target.id)
+            if isinstance(value, tuple):
+                self.fail(s, f"the call returns {len(value)} values: unpack them "
+                             f"({', '.join(['x'] * len(value))} = ...)")
+            if value is None:
+                self.fail(s.value, "the function returns no value")
+            self.env[target.id] = value
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
                 return  # a docstring
@@ -241,6 +292,8 @@ class _Builder(ast.NodeVisitor):
                          "assignments, return, for over pl.range, if, with pl.incore())")
 
     def ret(self, s):
+        if self.helper:
+            return self.helper_return(s)
         if s.value is None:
             return
         values = s.value.elts if isinstance(s.value, ast.Tuple) else [s.value]
@@ -249,6 +302,20 @@ class _Builder(ast.NodeVisitor):
                          f"{len(self.outputs)}")
         for v, name in zip(values, self.outputs):
             self.emit(s, f"tensor.store {self.operand(v)}, %{name}")
+
+    def helper_return(self, s):
+        """`return a, b` of a helper: the function's results, typed by the values."""
+        if self.depth != 1 or s is not self.fnode.body[-1]:
+            self.fail(s, "a function called from a kernel returns once, at the end of its body "
+                         "(its calls are inlined)")
+        values = [] if s.value is None else (
+            s.value.elts if isinstance(s.value, ast.Tuple) else [s.value])
+        operands = [self.operand(v) for v in values]
+        for v, o in zip(values, operands):
+            c = self.const(v)
+            self.results.append(self.type_of(v, o) if c is None else
+                                "f32" if isinstance(c, float) else "index")
+        self.emit(s, "return " + ", ".join(operands))
 
     def loop(self, s):
         call = s.iter
@@ -321,7 +388,9 @@ class _Builder(ast.NodeVisitor):
             self.fail(s, "the only with-statement is `with pl.incore():`")
         self.emit(s, "incore {")
         self.closers.append("}")
+        self.in_incore += 1
         self.scoped(s.body)
+        self.in_incore -= 1
         self.closers.pop()
         self.emit(s, "}")
 
@@ -616,7 +685,12 @@ class _Builder(ast.NodeVisitor):
     def call(self, node, hint, statement):
         name = self.lang_name(node.func)
         if name is None:
-            self.fail(node, "only pl.* ops can be called inside @ptox.jit")
+            found, callee = self.global_value(node.func)
+            fn = getattr(callee, "__ptox_function__", None) if found else None
+            if fn is None:
+                self.fail(node, "only pl.* ops and @ptox.jit / @ptox.inline functions can be "
+                                "called inside @ptox.jit")
+            return self.call_function(node, fn, hint)
         attrs, type_text = {}, None
         for kw in node.keywords:
             if kw.arg in ("shape", "dtype"):
@@ -682,6 +756,41 @@ class _Builder(ast.NodeVisitor):
         if op in ("dist.rank", "dist.world_size"):  # index scalars
             return _Value(self.op(node, op, operands, hint=hint).name, "scalar")
         return self.op(node, op, operands, attrs, type_text, hint, result=not no_result)
+
+    def call_function(self, node, fn, hint):
+        """A call of another function of the program: `call @f(...)`, the function written once
+        per kind of arguments (compile-time constants, and the types of the values) and inlined
+        by the compiler. Its result: None, one value, or a tuple of them."""
+        if node.keywords:
+            self.fail(node.keywords[0], f"{fn.__name__}: pass arguments by position")
+        params = _function_ast(fn)[0].args.args
+        if len(node.args) != len(params):
+            self.fail(node, f"{fn.__name__} takes {len(params)} arguments, got {len(node.args)}")
+        args, operands = [], []
+        for a in node.args:
+            c = self.const(a)
+            if c is not None:
+                args.append(("const", c))
+                continue
+            v = self.expr(a)
+            direction = "in" if self.directions.get(v.name) == "in" else "inout"
+            args.append(("value", self.type_of(a, str(v)), direction))
+            operands.append(str(v))
+        incore = self.incore or self.in_incore > 0  # called inside an incore scope
+        try:
+            name, results = self.module.function(fn, args, self.constants, incore)
+        except errors.CompileError as e:
+            raise errors.CompileError(_called_at(str(e), fn.__name__, self.where(node))) from None
+        values = [_Value(self.fresh(hint if len(results) == 1 else f"{hint}{k}"),
+                         t.split("<")[0] if "<" in t else "scalar") for k, t in enumerate(results)]
+        head = ", ".join(str(v) for v in values) + " = " if values else ""
+        self.emit(node, f"{head}call @{name}({', '.join(operands)})")
+        for v, t in zip(values, results):
+            if "{" not in t:  # a symbolic type names the callee's symbols: the probe's has ours
+                self.types[v.name] = t
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else tuple(values)
 
     def concat(self, node, attrs, shape, dtype, hint):
         """pl.concat(a, b, ..., axis=-1), or over a list as np.concatenate([a, b], axis=...).
@@ -777,8 +886,8 @@ class _Builder(ast.NodeVisitor):
         name = operand.lstrip("%")
         if name not in self.types:
             try:
-                program = _core.Program.parse(self.text(closing=True), _PROBE)
-                self.types.update(program.value_types())
+                program = _core.Program.parse(self.module.text + self.text(closing=True), _PROBE)
+                self.types.update(program.value_types(self.func_name))
             except errors.Error as e:
                 self.probe_failed(node, str(e))
         return self.types.get(name)
@@ -797,9 +906,12 @@ class _Builder(ast.NodeVisitor):
         self.fail(node, f"cannot type the operand: {message}")
 
     def text_position(self, line):
-        """The Python file:line:col that wrote line `line` of self.text() (1: the header, the
-        def), or None past its end (the closers the probe adds)."""
-        return self.line_map.get(line - 1)
+        """The Python file:line:col that wrote line `line` of the probe's text (the helpers',
+        then this function's, whose line 1 is the header: the def), or None past its end (the
+        closers the probe adds)."""
+        if line <= self.module.lines:
+            return self.module.line_map.get(line - 1)
+        return self.line_map.get(line - 1 - self.module.lines)
 
     def tile_memory(self, node, name, attrs, hint):
         if name == "load":  # pl.load(t, [i, j], shape=(R, C)[, pad=v])
@@ -850,7 +962,12 @@ class _Builder(ast.NodeVisitor):
         return ", ".join(self.operand(e) for e in node.elts)
 
     def text(self, closing=False):
-        head = f"func @{self.fn.__name__}({', '.join(self.params)}) {{"
+        results = ""
+        if self.results:
+            results = " -> " + (self.results[0] if len(self.results) == 1 else
+                                "(" + ", ".join(self.results) + ")")
+        incore = " incore" if self.incore else ""
+        head = f"func @{self.func_name}({', '.join(self.params)}){results}{incore} {{"
         body = list(self.lines)
         if closing:
             body += list(reversed(self.closers))
@@ -861,6 +978,64 @@ class _Builder(ast.NodeVisitor):
 # which probe_failed maps back to Python.
 _PROBE = "<ptox.jit text>"
 _PROBE_POSITION = re.compile(re.escape(_PROBE) + r":(\d+)(?::\d+)?")
+
+
+class _Module:
+    """The functions of a program being translated: the helpers written so far, callees before
+    callers (as the text form needs), each once per kind of arguments, and what they return."""
+
+    def __init__(self, entry):
+        self.text, self.lines, self.line_map = "", 0, {}  # line_map: text line - 1 -> Python
+        self.specs = {}  # (function, arguments) -> (name, result types)
+        self.names = {entry}
+        self.stack = []  # the functions being written (a call of one of them recurses)
+
+    def function(self, fn, args, constants, incore):
+        """(name, result types) of helper `fn` for these arguments, an incore function when it
+        is called inside an incore scope (see call_function)."""
+        key = (fn, incore, tuple((kind, type(a[0]).__name__, *a) for kind, *a in args))
+        if key in self.specs:
+            return self.specs[key]
+        node, filename = _function_ast(fn)
+        if fn in self.stack:
+            raise errors.CompileError(
+                f"{filename}:{node.lineno}:{node.col_offset + 1}: error: {fn.__name__} calls "
+                f"itself (through {' -> '.join(f.__name__ for f in self.stack)}): a function "
+                "called from a kernel is inlined, so it cannot recurse")
+        _check_closures(fn, node, filename, constants)
+        name, k = fn.__name__, 0
+        while name in self.names:
+            k += 1
+            name = f"{fn.__name__}_{k}"
+        self.names.add(name)
+        b = _Builder(fn, filename, constants, self, name)
+        b.fnode, b.local_names, b.incore = node, _local_names(node), incore
+        self.stack.append(fn)
+        try:
+            b.params = b.helper_signature(node, args)
+            b.body(node.body)
+        finally:
+            self.stack.pop()
+        self.add(b)  # verified with its caller: an error in it then names the call too
+        self.specs[key] = (name, b.results)
+        return self.specs[key]
+
+    def add(self, b):
+        """Appends builder b's function to the text."""
+        for k, where in b.line_map.items():
+            self.line_map[self.lines + k] = where
+        text = b.text()
+        self.text += text
+        self.lines += text.count("\n")
+
+
+def _called_at(message, callee, where):
+    """`message`, an error inside `callee`, with the call's position after its own:
+    "f.py:3:5 (in @helper, called at f.py:9:9): error: ..."."""
+    m = re.search(r": (error|unsupported):", message)
+    if m is None:
+        return message
+    return f"{message[:m.start()]} (in @{callee}, called at {where}){message[m.start():]}"
 
 
 def _assigned(stmts):
@@ -1042,12 +1217,14 @@ def translate(fn, constants=None):
     try:
         node, filename = _function_ast(fn)
         _check_closures(fn, node, filename, constants)
-        b = _Builder(fn, filename, constants)
-        b.local_names = _local_names(node)
+        module = _Module(fn.__name__)
+        b = _Builder(fn, filename, constants, module)
+        b.fnode, b.local_names = node, _local_names(node)
         b.params = b.signature(node)
         b.body(node.body)
+        module.add(b)
     except errors.CompileError as e:
         # The message names the user's file:line:col; the frames of the translator under it
         # (a dozen in a notebook's traceback) say nothing to the user, so leave them out.
         raise e.with_traceback(None) from None
-    return b.text(), b.line_map
+    return module.text, module.line_map

@@ -73,6 +73,7 @@ class Walker {
       case ir::StmtKind::kYield:
         for (const ir::Operand& v : ir::As<ir::YieldStmt>(s).values()) Use(v);
         break;
+      case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
     }
   }
 

@@ -163,6 +163,7 @@ class Liveness {
       case ir::StmtKind::kYield:
         for (const auto& v : ir::As<ir::YieldStmt>(s).values()) Use(v, at);
         break;
+      case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
       case ir::StmtKind::kIncore: Walk(ir::As<ir::IncoreStmt>(s).body()); break;
     }
   }

@@ -50,13 +50,22 @@ Status Guard(F&& fn) {
   }
 }
 
-const ir::Func* Entry(const ir::Module& m, std::string_view name) {
+// Function `name` of the module, or its last one when name is empty.
+const ir::Func* Function(const ir::Module& m, std::string_view name) {
   if (name.empty()) {
     PTOX_CHECK(!m.funcs.empty(), Span{}) << "the module has no functions";
     return m.funcs.back().get();
   }
   const ir::Func* f = m.Find(name);
   PTOX_CHECK(f != nullptr, Span{}) << "no function @" << name << " in the module";
+  return f;
+}
+
+// The function a run or compile starts at (as Function; never an incore one).
+const ir::Func* Entry(const ir::Module& m, std::string_view name) {
+  const ir::Func* f = Function(m, name);
+  PTOX_CHECK(!f->incore, f->span) << "@" << f->name << " is an incore function: it runs inside "
+                                  << "its callers' incore scopes, not on its own";
   return f;
 }
 
@@ -87,6 +96,11 @@ Result<Program> Program::FromModule(ir::Module module) {
   Program p;
   Status s = Guard([&] {
     ir::Verify(module);
+    // Inlined code is verified again: what only a call site can get wrong (a tile helper's
+    // store into an `in` tensor) is reported at the callee's line and the call's.
+    ir::Module entries = passes::InlineCalls(module, {});
+    if (entries.funcs != module.funcs) ir::Verify(entries);
+    p.entries_ = std::make_shared<const ir::Module>(std::move(entries));
     p.module_ = std::make_shared<const ir::Module>(std::move(module));
     p.compiled_ = std::make_shared<Compiled>();
   });
@@ -147,7 +161,7 @@ std::vector<std::string> Program::FunctionNames() const {
 Result<std::vector<ParamInfo>> Program::Params(std::string_view function) const {
   std::vector<ParamInfo> out;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(*module_, function);
+    const ir::Func* f = Function(*module_, function);
     for (const ir::Param& p : f->params) {
       ParamInfo info;
       info.name = p.value->name;
@@ -167,7 +181,7 @@ Result<std::vector<std::pair<std::string, std::string>>> Program::ValueTypes(
     std::string_view function) const {
   std::vector<std::pair<std::string, std::string>> out;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(*module_, function);
+    const ir::Func* f = Function(*module_, function);
     auto add = [&](const ir::Value& v) { out.emplace_back(v->name, v->type.ToString()); };
     for (const ir::Param& p : f->params) add(p.value);
     ir::ForEachStmt(f->body, [&](const ir::Stmt& st) {
@@ -184,6 +198,9 @@ Result<std::vector<std::pair<std::string, std::string>>> Program::ValueTypes(
         }
         case ir::StmtKind::kIf:
           for (const ir::Value& v : ir::As<ir::IfStmt>(st).results()) add(v);
+          break;
+        case ir::StmtKind::kCall:
+          for (const ir::Value& v : ir::As<ir::CallStmt>(st).results()) add(v);
           break;
         default: break;
       }
@@ -239,7 +256,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) { return passes::DefaultPipe
 Result<std::string> Compile(const Program& program, const CompileOptions& options) {
   std::string out;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(program.module(), options.function);
+    const ir::Func* f = Entry(program.entries(), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
     const passes::Capabilities caps = CapsFor(target, options.caps);
     const targets::CompiledTarget* compiled = target.compiled();
@@ -285,7 +302,7 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
                             const std::vector<Arg>& args) {
   double bound = 0;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(program.module(), function);
+    const ir::Func* f = Entry(program.entries(), function);
     const int64_t terms = driver::ReorderedTerms(*f, args);
     if (terms == 0) return;
     // A reordered f32 result rounded to a 16-bit output may land on the other side of a
@@ -346,7 +363,7 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
   return Guard([&] {
     PTOX_CHECK(program.module_ != nullptr, Span{})
         << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
-    const ir::Func* f = Entry(program.module(), options.function);
+    const ir::Func* f = Entry(program.entries(), options.function);
     PTOX_CHECK(options.num_threads >= 0 && options.num_threads <= kMaxThreads, Span{})
         << "num_threads must be in [0, " << kMaxThreads << "] (0: PTOX_NUM_THREADS or one per "
         << "core), got " << options.num_threads;
@@ -407,7 +424,7 @@ Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& ran
     PTOX_SUPPORTED(options.target == "interp", Span{})
         << "RunRanks simulates ranks on the interpreter only (target \"interp\"), not \""
         << options.target << "\" (docs/distributed.md)";
-    const ir::Func* f = Entry(program.module(), options.function);
+    const ir::Func* f = Entry(program.entries(), options.function);
     for (int r = 0; r < n; ++r) {
       try {
         ir::BindArgs(*f, rank_args[r]);
@@ -417,7 +434,7 @@ Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& ran
     }
   });
   if (!checked.ok()) return checked;
-  const ir::Func* f = Entry(program.module(), options.function);
+  const ir::Func* f = Entry(program.entries(), options.function);
   interp::SimWorld world(n, std::chrono::milliseconds(timeout_ms));
   std::vector<Status> status(n);
   std::vector<std::thread> threads;

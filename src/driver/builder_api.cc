@@ -1,5 +1,7 @@
 // The public FunctionBuilder over ir::Builder: converts public operands and keeps the first
 // error instead of throwing (no exception crosses the public API).
+#include <algorithm>
+
 #include "ir/builder.h"
 #include "ptox/builder.h"
 
@@ -9,6 +11,17 @@ struct FunctionBuilder::Impl {
   explicit Impl(std::string name) : b(std::move(name)) {}
   ir::Builder b;
   std::optional<Status> error;
+  ir::FuncRef finished;                // once Finished()
+  std::vector<ir::FuncRef> callees;    // the functions this one calls, callees first
+
+  void AddCallee(const ir::FuncRef& f) {
+    if (std::find(callees.begin(), callees.end(), f) == callees.end()) callees.push_back(f);
+  }
+  // The function, finished on first use (a callee, or Build()).
+  const ir::FuncRef& Finished() {
+    if (!finished) finished = std::make_shared<const ir::Func>(b.Finish());
+    return finished;
+  }
 
   // Runs `fn` unless an error is already recorded; records the first error.
   template <typename F>
@@ -66,6 +79,16 @@ Val FunctionBuilder::Param(std::string name, ParamDirection dir, DType dtype,
 Val FunctionBuilder::ScalarParam(std::string name, DType dtype) {
   return impl_->Guard([&] {
     return Val(impl_->b.Param(std::move(name), ir::Direction::kIn, ir::Type::Scalar(dtype)));
+  });
+}
+
+void FunctionBuilder::IncoreFunction() { impl_->b.SetIncore(); }
+
+Val FunctionBuilder::TileParam(std::string name, TileType type) {
+  impl_->b.SetIncore();
+  return impl_->Guard([&] {
+    return Val(impl_->b.Param(std::move(name), ir::Direction::kIn,
+                              ir::Type::Tile(type.rows, type.cols, type.dtype)));
   });
 }
 
@@ -149,10 +172,31 @@ std::vector<Val> FunctionBuilder::For(
   });
 }
 
+std::vector<Val> FunctionBuilder::Call(FunctionBuilder& callee, std::vector<Operand> args) {
+  return impl_->Guard([&] {
+    Impl& c = *callee.impl_;
+    PTOX_CHECK(&c != impl_.get(), Span{}) << "@" << impl_->b.name() << " calls itself";
+    PTOX_CHECK(!c.error, Span{}) << "call of a function that failed to build: "
+                                 << c.error->message();
+    PTOX_CHECK(!c.finished || c.finished->name != impl_->b.name(), Span{})
+        << "@" << impl_->b.name() << " calls a function of the same name";
+    const ir::FuncRef& f = c.Finished();
+    for (const ir::FuncRef& g : c.callees) impl_->AddCallee(g);
+    impl_->AddCallee(f);
+    auto results = impl_->b.Call(*f, Convert(args));
+    return std::vector<Val>(results.begin(), results.end());
+  });
+}
+
+void FunctionBuilder::Return(std::vector<Operand> values) {
+  impl_->Guard([&] { impl_->b.Return(Convert(values)); });
+}
+
 Result<Program> FunctionBuilder::Build() {
   if (impl_->error) return *impl_->error;
   ir::Module m;
-  m.funcs.push_back(std::make_shared<const ir::Func>(impl_->b.Finish()));
+  m.funcs = impl_->callees;
+  m.funcs.push_back(impl_->Finished());
   return Program::FromModule(std::move(m));
 }
 

@@ -89,8 +89,8 @@ void Env::BindSymbol(const std::string& sym, int64_t size, std::string_view op) 
 
 std::string OpWhere(const ir::OpStmt& op) {
   std::string s(ir::OpName(op.op()));
-  const Span& sp = op.span();
-  if (sp.known()) s += " (" + sp.file + ":" + std::to_string(sp.line) + ")";
+  if (op.span().known()) s += " (" + op.span().file + ":" + std::to_string(op.span().line) +
+                                  FormatCallChain(op.span()) + ")";
   return s;
 }
 
@@ -117,6 +117,7 @@ class Interpreter {
         case ir::StmtKind::kIf: RunIf(ir::As<ir::IfStmt>(*s)); break;
         case ir::StmtKind::kIncore: RunBlock(ir::As<ir::IncoreStmt>(*s).body()); break;
         case ir::StmtKind::kYield: return Values(ir::As<ir::YieldStmt>(*s).values());
+        case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
       }
     }
     return {};

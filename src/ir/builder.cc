@@ -1,6 +1,7 @@
 // Builder implementation: a stack of open blocks, one per nested region.
 #include "ir/builder.h"
 
+#include "ir/call.h"
 #include "ops/type_rules.h"
 
 namespace ptox::ir {
@@ -94,6 +95,24 @@ std::vector<Value> Builder::If(Operand cond, const Arm& then_arm, const Arm& els
   for (const Operand& y : then_yields) results.push_back(MakeValue(y.type()));
   Current().push_back(IfStmt::Make(std::move(cond), std::move(then_b), std::move(else_b), results));
   return results;
+}
+
+std::vector<Value> Builder::Call(const Func& callee, std::vector<Operand> args) {
+  std::vector<Value> results;
+  for (const Type& t : CallResultTypes(callee, args, Span{})) results.push_back(MakeValue(t));
+  Current().push_back(CallStmt::Make(callee.name, std::move(args), results));
+  return results;
+}
+
+void Builder::Return(std::vector<Operand> values) {
+  PTOX_CHECK(blocks_.size() == 1, Span{}) << "return inside a loop, if or incore scope of @"
+                                          << func_.name;
+  PTOX_CHECK(func_.results.empty() && (Current().empty() ||
+                                       Current().back()->kind() != StmtKind::kYield),
+             Span{})
+      << "@" << func_.name << " returns twice";
+  for (const Operand& v : values) func_.results.push_back(v.type());
+  Current().push_back(YieldStmt::Make(std::move(values)));
 }
 
 Func Builder::Finish() {

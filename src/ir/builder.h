@@ -40,7 +40,15 @@ class Builder {
   // like the then-arm's yields.
   std::vector<Value> If(Operand cond, const Arm& then_arm, const Arm& else_arm);
 
+  // results = call @callee(args): `callee` is a function of the module this one goes into.
+  std::vector<Value> Call(const Func& callee, std::vector<Operand> args);
+  // Ends the function's body with `return values`; the function's results are their types.
+  void Return(std::vector<Operand> values);
+
+  // Makes the function `incore`: its body is the inside of its callers' incore scopes.
+  void SetIncore() { func_.incore = true; }
   Func Finish();
+  const std::string& name() const { return func_.name; }
 
  private:
   Block& Current() { return blocks_.back(); }

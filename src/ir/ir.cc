@@ -70,6 +70,12 @@ std::shared_ptr<const YieldStmt> YieldStmt::Make(std::vector<Operand> values, Sp
   return std::make_shared<const YieldStmt>(std::move(values), std::move(span));
 }
 
+std::shared_ptr<const CallStmt> CallStmt::Make(std::string callee, std::vector<Operand> args,
+                                               std::vector<Value> results, Span span) {
+  return std::make_shared<const CallStmt>(std::move(callee), std::move(args), std::move(results),
+                                          std::move(span));
+}
+
 std::string_view DirectionName(Direction d) {
   switch (d) {
     case Direction::kIn: return "in";

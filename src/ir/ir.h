@@ -192,6 +192,27 @@ class YieldStmt final : public Stmt {
   std::vector<Operand> values_;
 };
 
+// %r, ... = call @f(%a, 3, ...): runs function @f of the same module with these arguments (its
+// parameters in order) and defines its returned values. Calls are a front-end construct: the
+// inline-calls pass replaces each by a copy of @f's body before anything else lowers the module.
+class CallStmt final : public Stmt {
+ public:
+  static std::shared_ptr<const CallStmt> Make(std::string callee, std::vector<Operand> args,
+                                              std::vector<Value> results, Span span = {});
+  const std::string& callee() const { return callee_; }
+  const std::vector<Operand>& args() const { return args_; }
+  const std::vector<Value>& results() const { return results_; }
+
+  CallStmt(std::string callee, std::vector<Operand> args, std::vector<Value> results, Span span)
+      : Stmt(StmtKind::kCall, std::move(span)), callee_(std::move(callee)),
+        args_(std::move(args)), results_(std::move(results)) {}
+
+ private:
+  std::string callee_;
+  std::vector<Operand> args_;
+  std::vector<Value> results_;
+};
+
 // Parameter directions: `in` is never written; `out` is written (its prior contents unread);
 // `inout` is read and written.
 enum class Direction : uint8_t { kIn, kOut, kInOut };
@@ -202,9 +223,15 @@ struct Param {
   Direction dir = Direction::kIn;
 };
 
+// A function. Parameters are tensors (with a direction), tiles or scalars (always `in`). A function
+// with `results` ends its body with a yield of them (printed `return`). An `incore` function's
+// body is the inside of its caller's incore scope: it may take and return tiles, and is called
+// only inside incore scopes (or by another incore function), never run on its own.
 struct Func {
   std::string name;
   std::vector<Param> params;
+  std::vector<Type> results;
+  bool incore = false;
   Block body;
   Span span;
 };

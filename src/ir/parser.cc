@@ -8,6 +8,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ir/call.h"
 #include "ir/lexer.h"
 #include "ops/type_rules.h"
 
@@ -232,22 +233,47 @@ class Parser {
       } while (TryTake(TokenKind::kComma));
     }
     Expect(TokenKind::kRParen, "',' or ')' after a parameter");
+    if (TryTake(TokenKind::kArrow)) f->results = ParseResultTypes();
+    if (IsWord("incore")) f->incore = (Take(), true);
+    // Known to calls from here on: its own body's (recursion, which the verifier reports) and
+    // those of the functions after it.
+    funcs_[f->name] = f;
     f->body = ParseBlock(func_tok);
     return f;
   }
 
+  // `-> T` or `-> (T, ...)` after a function's parameters.
+  std::vector<Type> ParseResultTypes() {
+    std::vector<Type> types;
+    if (!TryTake(TokenKind::kLParen)) {
+      types.push_back(ParseType("after '->'"));
+      return types;
+    }
+    do {
+      types.push_back(ParseType("in the result list"));
+    } while (TryTake(TokenKind::kComma));
+    Expect(TokenKind::kRParen, "',' or ')' after a result type");
+    return types;
+  }
+
+  // %name: [in|out|inout] TYPE (the direction may be left out for a tile or scalar: `in`).
   Param ParseParam() {
     Token name = Expect(TokenKind::kValueName, "a parameter name (%name)");
     Reserve(name);
     Expect(TokenKind::kColon, "':' after the parameter name");
     Param p;
-    PTOX_CHECK(IsWord("in") || IsWord("out") || IsWord("inout"), SpanOf(tok_))
-        << "expected a direction (in, out or inout), got " << DescribeToken(tok_);
-    Token dir = Take();
-    p.dir = dir.text == "in"    ? Direction::kIn
-            : dir.text == "out" ? Direction::kOut
-                                : Direction::kInOut;
-    p.value = Bind(name, ParseType("after the direction"));
+    std::optional<Token> dir;
+    if (IsWord("in") || IsWord("out") || IsWord("inout")) dir = Take();
+    if (dir) {
+      p.dir = dir->text == "in"    ? Direction::kIn
+              : dir->text == "out" ? Direction::kOut
+                                   : Direction::kInOut;
+    }
+    const Token type_tok = tok_;
+    Type type = ParseType(dir ? "after the direction" : "or a direction (in, out, inout)");
+    PTOX_CHECK(dir || !type.is_tensor(), SpanOf(type_tok))
+        << "tensor parameter " << name.text << " needs a direction (in, out or inout)";
+    p.value = Bind(name, std::move(type));
     return p;
   }
 
@@ -285,10 +311,22 @@ class Parser {
       Expect(TokenKind::kEqual, "',' or '=' after a result name");
     }
     PTOX_CHECK(Is(TokenKind::kIdent), SpanOf(tok_))
-        << "expected a statement (an op, for, if, incore or yield), got " << DescribeToken(tok_);
+        << "expected a statement (an op, call, for, if, incore, yield or return), got " << DescribeToken(tok_);
     Token head = Take();
     if (head.text == "for") return ParseFor(span, results, head);
     if (head.text == "if") return ParseIf(span, results, head);
+    if (head.text == "call") return ParseCall(span, results);
+    if (head.text == "return") {
+      PTOX_CHECK(results.empty(), span) << "'return' defines no results";
+      // depth_ 1: the function's own body (a for / if body ends with yield instead).
+      PTOX_CHECK(depth_ == 1, SpanOf(head))
+          << "'return' ends a function's body; a for / if body ends with 'yield'";
+      std::vector<Operand> values = ParseOperandList(head.line);
+      PTOX_CHECK(Is(TokenKind::kRBrace), SpanOf(tok_))
+          << "'return' must be the last statement of the function, got " << DescribeToken(tok_)
+          << " after it";
+      return YieldStmt::Make(std::move(values), span);
+    }
     if (head.text == "incore" || head.text == "yield") {
       PTOX_CHECK(results.empty(), span) << "'" << head.text << "' defines no results";
       if (head.text == "yield") return YieldStmt::Make(ParseOperandList(head.line), span);
@@ -297,7 +335,7 @@ class Parser {
       return IncoreStmt::Make(ParseBlock(head), span, std::move(attrs));
     }
     PTOX_CHECK(head.text.find('.') != std::string_view::npos, SpanOf(head))
-        << "expected a statement (an op, for, if, incore or yield), got " << DescribeToken(head);
+        << "expected a statement (an op, call, for, if, incore, yield or return), got " << DescribeToken(head);
     return ParseOp(span, results, head);
   }
 
@@ -349,6 +387,31 @@ class Parser {
     std::vector<Value> values;
     if (type) values.push_back(Bind(results[0], *type));
     return OpStmt::Make(op, std::move(args), std::move(attrs), std::move(values), span);
+  }
+
+  // [%r, ... =] call @f(OPERAND, ...): the callee is a function defined earlier in the module.
+  StmtRef ParseCall(const Span& span, const std::vector<Token>& results) {
+    Token callee = Expect(TokenKind::kFuncName, "a function name (@name) after 'call'");
+    auto it = funcs_.find(std::string(Bare(callee)));
+    PTOX_CHECK(it != funcs_.end(), SpanOf(callee))
+        << "call of unknown function " << callee.text
+        << " (a function is defined before the functions that call it)";
+    const Func& f = *it->second;
+    Expect(TokenKind::kLParen, "'(' after the function name");
+    std::vector<Operand> args;
+    if (!Is(TokenKind::kRParen)) {
+      do {
+        args.push_back(ParseOperand("as an argument"));
+      } while (TryTake(TokenKind::kComma));
+    }
+    Expect(TokenKind::kRParen, "',' or ')' after an argument");
+    std::vector<Type> types = CallResultTypes(f, args, span);
+    PTOX_CHECK(results.size() == types.size(), span)
+        << callee.text << " returns " << types.size() << " values, but the call defines "
+        << results.size();
+    std::vector<Value> values;
+    for (size_t i = 0; i < types.size(); ++i) values.push_back(Bind(results[i], types[i]));
+    return CallStmt::Make(f.name, std::move(args), std::move(values), span);
   }
 
   // [%r, ... =] for %iv = LB to UB step S [parallel|unroll] [iter(%x = INIT, ...)] { ... }
@@ -475,6 +538,7 @@ class Parser {
 
   Lexer lexer_;
   Token tok_;
+  std::unordered_map<std::string, std::shared_ptr<const Func>> funcs_;  // parsed so far
   std::unordered_map<std::string_view, NameInfo> names_;  // this function's names
   std::vector<std::string_view> visible_;                 // names in scope, innermost last
   int depth_ = 0;

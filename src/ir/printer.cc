@@ -33,7 +33,12 @@ class Printer {
       out_ += Def(p.value) + ": " + std::string(DirectionName(p.dir)) + " " +
               p.value->type.ToString();
     }
-    out_ += ") {\n";
+    out_ += ")";
+    if (f.results.size() == 1) out_ += " -> " + f.results[0].ToString();
+    for (size_t i = 0; f.results.size() > 1 && i < f.results.size(); ++i)
+      out_ += (i ? ", " : " -> (") + f.results[i].ToString();
+    if (f.results.size() > 1) out_ += ")";
+    out_ += f.incore ? " incore {\n" : " {\n";
     PrintBlock(f.body, 1);
     out_ += "}\n";
     return std::move(out_);
@@ -97,8 +102,9 @@ class Printer {
         Indent(depth);
         out_ += "}";
         break;
+      case StmtKind::kCall: PrintCall(As<CallStmt>(s)); break;
       case StmtKind::kYield:
-        out_ += "yield";
+        out_ += depth == 1 ? "return" : "yield";  // depth 1: the function's own body
         if (!As<YieldStmt>(s).values().empty()) {
           const auto& v = As<YieldStmt>(s).values();
           out_ += " " + Uses(v, 0, v.size());
@@ -146,6 +152,12 @@ class Printer {
     if (!operands.empty()) out_ += " " + operands;
     PrintAttrs(op.attrs());
     if (DeclaresType(op)) out_ += " : " + op.result()->type.ToString();
+  }
+
+  void PrintCall(const CallStmt& c) {
+    std::string args = Uses(c.args(), 0, c.args().size());
+    if (!c.results().empty()) out_ += Defs(c.results()) + " = ";
+    out_ += "call @" + c.callee() + "(" + args + ")";
   }
 
   void PrintFor(const ForStmt& f, int depth) {

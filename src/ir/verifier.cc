@@ -9,15 +9,23 @@
 //            matching the loop-carried values.
 //   if     - the condition is a bool scalar; both arms yield the result types.
 //   incore - not nested in another incore; attributes are known ones.
-//   yield  - only as the last statement of a for / if body.
+//   yield  - only as the last statement of a for / if body, or of a function's (`return`),
+//            matching the loop-carried values, the if's or the function's results.
+//   call   - the callee is a function of the module that does not call back into the caller
+//            (calls are inlined); arguments and results match its parameters and results; a
+//            function that works on tiles is called inside an incore scope.
 // Complexity: linear in the number of statements and operands.
 #include "ir/verifier.h"
 
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/call.h"
 #include "ir/walk.h"
 #include "ops/type_rules.h"
 
@@ -85,20 +93,30 @@ std::unordered_map<const ValueNode*, const ValueNode*> MayBeInputs(const Func& f
   return in;
 }
 
+// What verifying a module shares between its functions: which are verified. A function another
+// calls is verified at its first call, so that an error in its body also names that call.
+struct ModuleCheck {
+  const Module& module;
+  std::set<std::string> called, verified;
+  void Callee(const Func& f, const Span& call);
+};
+
 class Verifier {
  public:
-  explicit Verifier(const Func& f) : func_(f), may_be_inputs_(MayBeInputs(f)) {}
+  Verifier(const Func& f, ModuleCheck* module)
+      : func_(f), module_(module), may_be_inputs_(MayBeInputs(f)) {}
 
   void Run() {
     PTOX_CHECK(IsFuncName(func_.name), func_.span)
         << "invalid function name '" << func_.name << "' (use letters, digits, '_' and '.')";
     std::set<std::string> names;
     for (const Param& p : func_.params) {
-      PTOX_CHECK(p.value->type.is_tensor() || p.value->type.is_scalar(), func_.span)
-          << "parameter %" << p.value->name << " of @" << func_.name
-          << " must be a tensor or a scalar, got " << p.value->type.ToString();
+      PTOX_CHECK(func_.incore || !p.value->type.is_tile(), func_.span)
+          << "parameter %" << p.value->name << " of @" << func_.name << " is a tile: a function "
+          << "that takes tiles is `incore` (func @" << func_.name << "(...) incore { ... })";
       PTOX_CHECK(p.value->type.is_tensor() || p.dir == Direction::kIn, func_.span)
-          << "scalar parameter %" << p.value->name << " must be 'in'";
+          << (p.value->type.is_tile() ? "tile" : "scalar") << " parameter %" << p.value->name
+          << " must be 'in'";
       if (p.value->type.is_tensor()) {
         PTOX_CHECK(p.value->type.rank() >= 1 && p.value->type.rank() <= kMaxTensorRank, func_.span)
             << "parameter %" << p.value->name << " must have rank 1.." << kMaxTensorRank;
@@ -113,7 +131,11 @@ class Verifier {
       Define(p.value, func_.span);
       directions_[p.value.get()] = p.dir;
     }
-    VerifyBlock(func_.body, BlockRole::kFunc, {});
+    for (const Type& t : func_.results)
+      PTOX_CHECK(func_.incore || !t.is_tile(), func_.span)
+          << "@" << func_.name << " returns a tile: a function that returns tiles is `incore`";
+    if (func_.incore) incore_depth_ = 1;  // the inside of its callers' incore scopes
+    VerifyBlock(func_.body, BlockRole::kFunc, func_.results, func_.span);
   }
 
  private:
@@ -140,16 +162,16 @@ class Verifier {
     for (size_t i = 0; i < block.size(); ++i) {
       const Stmt& s = *block[i];
       if (s.kind() == StmtKind::kYield) {
-        PTOX_CHECK(role == BlockRole::kFor || role == BlockRole::kIf, s.span())
-            << "yield outside a for / if body";
-        PTOX_CHECK(i + 1 == block.size(), s.span()) << "yield must be the last statement";
+        const char* what = role == BlockRole::kFunc ? "return" : "yield";
+        PTOX_CHECK(role != BlockRole::kIncore, s.span()) << "yield outside a for / if body";
+        PTOX_CHECK(i + 1 == block.size(), s.span()) << what << " must be the last statement";
         const auto& vals = As<YieldStmt>(s).values();
         PTOX_CHECK(vals.size() == yield_types.size(), s.span())
-            << "yield carries " << vals.size() << " values, expected " << yield_types.size();
+            << what << " carries " << vals.size() << " values, expected " << yield_types.size();
         for (size_t k = 0; k < vals.size(); ++k) {
           Use(vals[k], s.span());
           PTOX_CHECK(vals[k].type() == yield_types[k], s.span())
-              << "yield value " << k << " has type " << vals[k].type().ToString()
+              << what << " value " << k << " has type " << vals[k].type().ToString()
               << ", expected " << yield_types[k].ToString();
         }
         yielded = true;
@@ -158,7 +180,9 @@ class Verifier {
       VerifyStmt(s);
     }
     PTOX_CHECK(yielded || yield_types.empty(), owner)
-        << "body must end with a yield of " << yield_types.size() << " values";
+        << (role == BlockRole::kFunc ? "function @" + func_.name + " must end with a return"
+                                     : std::string("body must end with a yield"))
+        << " of " << yield_types.size() << " values";
     PopScope(mark);
   }
   // Ends the scopes opened since `mark` (a size of scope_).
@@ -186,8 +210,30 @@ class Verifier {
         --incore_depth_;
         break;
       }
+      case StmtKind::kCall: VerifyCall(As<CallStmt>(s)); break;
       case StmtKind::kYield: PTOX_ICHECK(false) << "yield handled by VerifyBlock"; break;
     }
+  }
+
+  void VerifyCall(const CallStmt& c) {
+    const Span& span = c.span();
+    for (const Operand& a : c.args()) Use(a, span);
+    const Func* callee = module_ ? module_->module.Find(c.callee()) : nullptr;
+    PTOX_CHECK(callee != nullptr, span) << "call of unknown function @" << c.callee();
+    module_->Callee(*callee, span);
+    std::vector<Type> types = CallResultTypes(*callee, c.args(), span);
+    PTOX_CHECK(c.results().size() == types.size(), span)
+        << "@" << c.callee() << " returns " << types.size() << " values, but the call defines "
+        << c.results().size();
+    for (size_t i = 0; i < types.size(); ++i) {
+      PTOX_CHECK(c.results()[i]->type == types[i], span)
+          << "call result " << i << " has type " << c.results()[i]->type.ToString()
+          << ", but @" << c.callee() << " returns " << types[i].ToString();
+    }
+    PTOX_CHECK(incore_depth_ > 0 || !callee->incore, span)
+        << "@" << c.callee() << " is an incore function: call it inside an incore scope";
+    if (callee->incore) scope_has_tile_ops_ = true;
+    for (const Value& r : c.results()) Define(r, span);
   }
 
   void VerifyOp(const OpStmt& op) {
@@ -313,6 +359,7 @@ class Verifier {
   }
 
   const Func& func_;
+  ModuleCheck* module_;  // where callees are found (null: a function on its own)
   std::unordered_set<const ValueNode*> defined_;
   std::vector<const ValueNode*> scope_;            // in definition order
   std::unordered_set<const ValueNode*> in_scope_;  // the same values, for O(1) lookups
@@ -322,17 +369,68 @@ class Verifier {
   bool scope_has_tile_ops_ = false, scope_has_tensor_ops_ = false;  // in the current incore
 };
 
+// Calls are inlined, so no function may reach itself through calls: reports the first cycle at
+// the call that closes it.
+void CheckNoRecursion(const Module& module) {
+  std::map<std::string, int> state;  // 1: on the current path, 2: done
+  std::vector<std::string> path;
+  std::function<void(const Func&)> visit = [&](const Func& f) {
+    state[f.name] = 1;
+    path.push_back(f.name);
+    ForEachStmt(f.body, [&](const Stmt& s) {
+      if (s.kind() != StmtKind::kCall) return;
+      const auto& c = As<CallStmt>(s);
+      const Func* g = module.Find(c.callee());
+      if (g == nullptr || state[g->name] == 2) return;
+      if (state[g->name] == 1) {
+        std::string cycle;
+        for (auto it = std::find(path.begin(), path.end(), g->name); it != path.end(); ++it)
+          cycle += "@" + *it + " -> ";
+        PTOX_FAIL(c.span()) << "recursive call: " << cycle << "@" << g->name
+                            << " (calls are inlined, so a function cannot reach itself)";
+      }
+      visit(*g);
+    });
+    path.pop_back();
+    state[f.name] = 2;
+  };
+  for (const auto& f : module.funcs)
+    if (state[f->name] == 0) visit(*f);
+}
+
+void ModuleCheck::Callee(const Func& f, const Span& call) {
+  if (!verified.insert(f.name).second) return;
+  try {
+    Verifier(f, this).Run();
+  } catch (const Error& e) {
+    // "f.pto:3:5: error: ..." -> "f.pto:3:5 (in @g, called at f.pto:9:3): error: ...".
+    std::string message = e.what();
+    const size_t at = std::min(message.find(": error: "), message.find(": unsupported: "));
+    if (at == std::string::npos) throw;
+    const std::string site = (call.file.empty() ? "<input>:" : "") + FormatSpan(call);
+    message.insert(at, " (in @" + f.name + (call.known() ? ", called at " + site : "") + ")");
+    throw Error(e.code(), message);
+  }
+}
+
 }  // namespace
 
-void Verify(const Func& func) { Verifier(func).Run(); }
+void Verify(const Func& func) { Verifier(func, nullptr).Run(); }
 
 void Verify(const Module& module) {
   std::set<std::string> names;
-  for (const auto& f : module.funcs) {
+  for (const auto& f : module.funcs)
     PTOX_CHECK(names.insert(f->name).second, f->span) << "function @" << f->name
                                                       << " is defined more than once";
-    Verify(*f);
-  }
+  CheckNoRecursion(module);  // before helpers are verified at their calls
+  ModuleCheck check{module, {}, {}};
+  for (const auto& f : module.funcs)
+    ForEachStmt(f->body, [&](const Stmt& s) {
+      if (s.kind() == StmtKind::kCall) check.called.insert(As<CallStmt>(s).callee());
+    });
+  for (const auto& f : module.funcs)
+    if (!check.called.count(f->name) && check.verified.insert(f->name).second)
+      Verifier(*f, &check).Run();
 }
 
 }  // namespace ptox::ir

@@ -21,7 +21,8 @@ void ForEachBody(const Stmt& s, Fn&& fn) {
       break;
     case StmtKind::kIncore: fn(As<IncoreStmt>(s).body()); break;
     case StmtKind::kOp:
-    case StmtKind::kYield: break;
+    case StmtKind::kYield:
+    case StmtKind::kCall: break;
   }
 }
 
@@ -58,6 +59,8 @@ void ForEachDefinition(const Block& block, Fn&& fn) {
     }
     if (s.kind() == StmtKind::kIf)
       for (const Value& v : As<IfStmt>(s).results()) fn(v);
+    if (s.kind() == StmtKind::kCall)
+      for (const Value& v : As<CallStmt>(s).results()) fn(v);
   });
 }
 
@@ -74,7 +77,7 @@ bool AnyStmt(const Block& block, Pred&& pred) {
 }
 
 // Calls fn(operand) for each operand `s` reads itself (an op's arguments; a for's bounds, step
-// and inits; an if's condition; a yield's values), not those of its nested blocks.
+// and inits; an if's condition; a yield's values; a call's arguments), not those of its nested blocks.
 template <typename Fn>
 void ForEachOperand(const Stmt& s, Fn&& fn) {
   switch (s.kind()) {
@@ -90,6 +93,9 @@ void ForEachOperand(const Stmt& s, Fn&& fn) {
     case StmtKind::kIf: fn(As<IfStmt>(s).cond()); break;
     case StmtKind::kYield:
       for (const Operand& o : As<YieldStmt>(s).values()) fn(o);
+      break;
+    case StmtKind::kCall:
+      for (const Operand& o : As<CallStmt>(s).args()) fn(o);
       break;
     case StmtKind::kIncore: break;
   }

@@ -71,6 +71,7 @@ std::optional<int64_t> Work(const ir::Block& block) {
         break;
       }
       case ir::StmtKind::kYield: break;
+      case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
     }
   }
   return total;
@@ -95,6 +96,7 @@ bool Chunkable(const ir::ForStmt& f) {
       case ir::StmtKind::kYield:
         if (!ir::As<ir::YieldStmt>(*s).values().empty()) return false;
         break;
+      case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
       case ir::StmtKind::kIf: return false;
     }
   }

@@ -349,6 +349,7 @@ class Converter {
           break;
         }
         case ir::StmtKind::kYield: w.Append(s); break;
+        case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
       }
     }
     return w.Take();

@@ -153,6 +153,7 @@ void CountStmt(const ir::Stmt& s, Uses& uses, int delta) {
     case ir::StmtKind::kYield:
       for (const auto& o : ir::As<ir::YieldStmt>(s).values()) Count(o, uses, delta);
       break;
+    case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
   }
 }
 

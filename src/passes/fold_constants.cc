@@ -154,6 +154,7 @@ class Folder {
         return ir::As<ir::IncoreStmt>(*s).WithBody(FoldBlock(ir::As<ir::IncoreStmt>(*s).body()));
       case ir::StmtKind::kYield:
         return ir::YieldStmt::Make(Sub(ir::As<ir::YieldStmt>(*s).values()), s->span());
+      case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; return s;
     }
     return s;
   }

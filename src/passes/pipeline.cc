@@ -26,6 +26,7 @@ const PassInfo* FindPass(std::string_view name) {
 
 std::vector<std::string> DefaultPipeline(bool fuse) {
   std::vector<std::string> pipeline = {
+      "inline-calls",            // calls -> copies of the callees' bodies
       "lower-collectives",       // tensor.allreduce -> a buffer reduced in place
       "lower-composites",        // softmax, norms, swiglu, rope -> primitive tensor ops
       "fuse-elementwise",        // tensor ops -> groups that share one tile loop

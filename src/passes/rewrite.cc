@@ -72,6 +72,11 @@ ir::StmtRef Substitute(const ir::StmtRef& s, const Substitution& subst) {
       auto vals = Map(y.values(), subst, &changed);
       return changed ? ir::YieldStmt::Make(std::move(vals), y.span()) : s;
     }
+    case ir::StmtKind::kCall: {
+      const auto& c = ir::As<ir::CallStmt>(*s);
+      auto args = Map(c.args(), subst, &changed);
+      return changed ? ir::CallStmt::Make(c.callee(), std::move(args), c.results(), c.span()) : s;
+    }
   }
   return s;
 }
@@ -86,66 +91,107 @@ ir::Block Substitute(const ir::Block& block, const Substitution& subst) {
 
 namespace {
 
-std::vector<ir::Value> Fresh(const std::vector<ir::Value>& vs, Substitution& subst) {
-  std::vector<ir::Value> out;
-  for (const ir::Value& v : vs) {
-    out.push_back(ir::MakeValue(v->type, v->name));
-    subst[v.get()] = out.back();
-  }
-  return out;
-}
+// The copy of what Clone copies: fresh values (of the mapped type) and mapped spans.
+class Cloner {
+ public:
+  Cloner(Substitution& subst, const CloneMap& map) : subst_(subst), map_(map) {}
 
-ir::Operand MapOne(const ir::Operand& o, const Substitution& subst) {
-  bool changed = false;
-  return Map({o}, subst, &changed)[0];
-}
-
-ir::StmtRef CloneStmt(const ir::StmtRef& s, Substitution& subst) {
-  bool changed = false;
-  switch (s->kind()) {
-    case ir::StmtKind::kOp: {
-      const auto& op = ir::As<ir::OpStmt>(*s);
-      auto args = Map(op.args(), subst, &changed);
-      return ir::OpStmt::Make(op.op(), std::move(args), op.attrs(), Fresh(op.results(), subst),
-                              op.span());
-    }
-    case ir::StmtKind::kFor: {
-      const auto& f = ir::As<ir::ForStmt>(*s);
-      auto inits = Map(f.inits(), subst, &changed);
-      ir::Operand lb = MapOne(f.lb(), subst), ub = MapOne(f.ub(), subst),
-                  step = MapOne(f.step(), subst);
-      ir::Value iv = Fresh({f.iv()}, subst)[0];
-      auto iters = Fresh(f.iter_args(), subst);
-      ir::Block body = Clone(f.body(), subst);
-      return ir::ForStmt::Make(iv, lb, ub, step, f.loop_kind(), iters, inits, std::move(body),
-                               Fresh(f.results(), subst), f.span());
-    }
-    case ir::StmtKind::kIf: {
-      const auto& i = ir::As<ir::IfStmt>(*s);
-      ir::Operand cond = MapOne(i.cond(), subst);
-      ir::Block then_body = Clone(i.then_body(), subst);
-      ir::Block else_body = Clone(i.else_body(), subst);
-      return ir::IfStmt::Make(cond, std::move(then_body), std::move(else_body),
-                              Fresh(i.results(), subst), i.span());
-    }
-    case ir::StmtKind::kIncore: {
-      const auto& in = ir::As<ir::IncoreStmt>(*s);
-      return ir::IncoreStmt::Make(Clone(in.body(), subst), in.span(), in.attrs());
-    }
-    case ir::StmtKind::kYield: {
-      const auto& y = ir::As<ir::YieldStmt>(*s);
-      return ir::YieldStmt::Make(Map(y.values(), subst, &changed), y.span());
-    }
+  ir::Block Block(const ir::Block& block) {
+    ir::Block out;
+    for (const ir::StmtRef& s : block) out.push_back(Stmt(s));
+    return out;
   }
-  return s;
-}
+
+ private:
+  std::vector<ir::Value> Fresh(const std::vector<ir::Value>& vs) {
+    std::vector<ir::Value> out;
+    for (const ir::Value& v : vs) {
+      out.push_back(ir::MakeValue(map_.type ? map_.type(v->type) : v->type, v->name));
+      subst_[v.get()] = out.back();
+    }
+    return out;
+  }
+  // Loop-carried values and results: of their (copied) initial values' types.
+  std::vector<ir::Value> Carried(const std::vector<ir::Value>& vs,
+                                 const std::vector<ir::Operand>& inits) {
+    std::vector<ir::Value> out = Fresh(vs);
+    if (!map_.type) return out;
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = ir::MakeValue(inits[i].type(), vs[i]->name);
+      subst_[vs[i].get()] = out[i];
+    }
+    return out;
+  }
+  // A copied op's result when types change: what the type rules give for the copied operands
+  // (a symbol an op derives, such as concat's N_plus_M, follows the operands), a declared type
+  // mapped.
+  std::vector<ir::Value> Retyped(const ir::OpStmt& op, const std::vector<ir::Operand>& args) {
+    if (op.results().empty()) return {};
+    std::optional<ir::Type> declared;
+    if (ir::DeclaresType(op)) declared = map_.type(op.result()->type);
+    std::optional<ir::Type> t = ir::InferOpType(op.op(), args, op.attrs(), declared, Where(op));
+    PTOX_ICHECK(t) << ir::OpName(op.op()) << " lost its result";
+    ir::Value v = ir::MakeValue(*t, op.result()->name);
+    subst_[op.result().get()] = v;
+    return {v};
+  }
+  std::vector<ir::Operand> Uses(const std::vector<ir::Operand>& ops) {
+    bool changed = false;
+    return Map(ops, subst_, &changed);
+  }
+  ir::Operand Use(const ir::Operand& o) { return Uses({o})[0]; }
+  Span Where(const ir::Stmt& s) { return map_.span ? map_.span(s.span()) : s.span(); }
+
+  ir::StmtRef Stmt(const ir::StmtRef& s) {
+    switch (s->kind()) {
+      case ir::StmtKind::kOp: {
+        const auto& op = ir::As<ir::OpStmt>(*s);
+        auto args = Uses(op.args());
+        auto results = map_.type ? Retyped(op, args) : Fresh(op.results());
+        return ir::OpStmt::Make(op.op(), std::move(args), op.attrs(), std::move(results),
+                                Where(op));
+      }
+      case ir::StmtKind::kFor: {
+        const auto& f = ir::As<ir::ForStmt>(*s);
+        auto inits = Uses(f.inits());
+        ir::Operand lb = Use(f.lb()), ub = Use(f.ub()), step = Use(f.step());
+        ir::Value iv = Fresh({f.iv()})[0];
+        auto iters = Carried(f.iter_args(), inits);
+        ir::Block body = Block(f.body());
+        return ir::ForStmt::Make(iv, lb, ub, step, f.loop_kind(), iters, inits, std::move(body),
+                                 Carried(f.results(), inits), Where(f));
+      }
+      case ir::StmtKind::kIf: {
+        const auto& i = ir::As<ir::IfStmt>(*s);
+        ir::Operand cond = Use(i.cond());
+        ir::Block then_body = Block(i.then_body());
+        ir::Block else_body = Block(i.else_body());
+        return ir::IfStmt::Make(cond, std::move(then_body), std::move(else_body),
+                                Fresh(i.results()), Where(i));
+      }
+      case ir::StmtKind::kIncore: {
+        const auto& in = ir::As<ir::IncoreStmt>(*s);
+        return ir::IncoreStmt::Make(Block(in.body()), Where(in), in.attrs());
+      }
+      case ir::StmtKind::kYield:
+        return ir::YieldStmt::Make(Uses(ir::As<ir::YieldStmt>(*s).values()), Where(*s));
+      case ir::StmtKind::kCall: {
+        const auto& c = ir::As<ir::CallStmt>(*s);
+        auto args = Uses(c.args());
+        return ir::CallStmt::Make(c.callee(), std::move(args), Fresh(c.results()), Where(c));
+      }
+    }
+    return s;
+  }
+
+  Substitution& subst_;
+  const CloneMap& map_;
+};
 
 }  // namespace
 
-ir::Block Clone(const ir::Block& block, Substitution& subst) {
-  ir::Block out;
-  for (const ir::StmtRef& s : block) out.push_back(CloneStmt(s, subst));
-  return out;
+ir::Block Clone(const ir::Block& block, Substitution& subst, const CloneMap& map) {
+  return Cloner(subst, map).Block(block);
 }
 
 }  // namespace ptox::passes

@@ -2,6 +2,7 @@
 // rules, and substitution of values through nested blocks.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -50,9 +51,16 @@ ir::StmtRef Substitute(const ir::StmtRef& stmt, const Substitution& subst);
 
 using ir::MapBodies;  // ir/walk.h
 
+// What Clone changes besides values (inline-calls: a callee's dimension symbols become the
+// caller's dims, and its statements record the call they were inlined at). Empty: unchanged.
+struct CloneMap {
+  std::function<ir::Type(const ir::Type&)> type;
+  std::function<Span(const Span&)> span;
+};
+
 // A copy of `block` in which every value it defines is a fresh value (so the copy can sit next to
 // the original in SSA form); `subst` maps uses (outer values, and the copies of inner ones).
-ir::Block Clone(const ir::Block& block, Substitution& subst);
+ir::Block Clone(const ir::Block& block, Substitution& subst, const CloneMap& map = {});
 
 // `block` with the loops nested in it rebuilt innermost first: each sequential loop, its body
 // already rebuilt, goes to hoist(loop, out), which appends the loop and whatever it moves before

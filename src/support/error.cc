@@ -17,13 +17,34 @@ int ExitCode(const Status& status) {
   return 70;
 }
 
+namespace {
+
+std::string Position(const Span& span) {
+  std::string at = std::to_string(span.line) + ":" + std::to_string(span.col);
+  return span.file.empty() ? at : span.file + ":" + at;
+}
+
+}  // namespace
+
+std::string FormatSpan(const Span& span) {
+  return span.known() ? Position(span) + FormatCallChain(span) : "";
+}
+
+std::string FormatCallChain(const Span& span) {
+  std::string out;
+  for (const CallSite* c = span.inlined_at.get(); c; c = c->span.inlined_at.get()) {
+    out += " (in @" + c->callee;
+    if (c->span.known()) out += ", called at " + Position(c->span);
+    out += ")";
+  }
+  return out;
+}
+
 namespace detail {
 
 std::string SpanPrefix(const Span& span, const char* kind) {
   if (!span.known()) return std::string(kind) + ": ";
-  std::string file = span.file.empty() ? "<input>" : span.file;
-  return file + ":" + std::to_string(span.line) + ":" + std::to_string(span.col) + ": " + kind +
-         ": ";
+  return (span.file.empty() ? "<input>:" : "") + FormatSpan(span) + ": " + kind + ": ";
 }
 
 std::string InternalPrefix(const char* file, int line) {

@@ -2,6 +2,7 @@
 // The compiler throws these; src/driver and the public API turn them into ptox::Status.
 #pragma once
 
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -10,13 +11,30 @@
 
 namespace ptox {
 
-// A location in a .pto file (1-based); file may be empty for IR built in C++.
+struct CallSite;
+
+// A location in a .pto file (1-based); file may be empty for IR built in C++. Code that the
+// inline-calls pass copied out of a function body keeps its own location and records the call it
+// was inlined at, so a message names both the callee's line and the caller's.
 struct Span {
   std::string file;
   int line = 0;
   int col = 0;
+  std::shared_ptr<const CallSite> inlined_at;  // null outside inlined code
   bool known() const { return line > 0; }
 };
+
+// Where a function's body was inlined: the callee and the call statement's location.
+struct CallSite {
+  std::string callee;
+  Span span;
+};
+
+// "file:line:col" ("line:col" without a file), followed by " (in @f, called at file:line:col)" for each call the code was
+// inlined through, innermost first; empty when the span is unknown.
+std::string FormatSpan(const Span& span);
+// The " (in @f, called at file:line:col)" part alone ("" outside inlined code).
+std::string FormatCallChain(const Span& span);
 
 class Error : public std::runtime_error {
  public:

@@ -146,11 +146,6 @@ std::string Emitter::Operands(const std::vector<ir::Operand>& ops, size_t begin,
   return s;
 }
 
-std::string Position(const Span& span) {
-  if (!span.known()) return "";
-  const std::string at = fmt::format("{}:{}", span.line, span.col);
-  return span.file.empty() ? at : span.file + ":" + at;
-}
 
 namespace {
 
@@ -172,7 +167,7 @@ std::string CLiteral(std::string_view text) {
 
 std::string Emitter::Where(const ir::Stmt& s, std::string_view what) {
   std::string w(what);
-  if (s.span().known()) w += " at " + Position(s.span());
+  if (s.span().known()) w += " at " + FormatSpan(s.span());
   return CLiteral(w);
 }
 
@@ -187,6 +182,7 @@ void Emitter::Stmt(const ir::Stmt& s, const ir::Block&, int depth) {
     case ir::StmtKind::kIf: If(ir::As<ir::IfStmt>(s), depth); break;
     case ir::StmtKind::kIncore: Incore(ir::As<ir::IncoreStmt>(s), depth); break;
     case ir::StmtKind::kYield: PTOX_ICHECK(false) << "yield is emitted by its parent"; break;
+    case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
   }
 }
 
@@ -372,7 +368,7 @@ void Emitter::Empty(const ir::OpStmt& op, int depth) {
   PTOX_ICHECK(res->type.rank() <= abi::kMaxRank) << "rank " << res->type.rank();
   const std::string where = Where(op, "tensor.empty"), r = Name(res);
   const std::string at =
-      "tensor.empty" + (op.span().known() ? " at " + Position(op.span()) : std::string());
+      "tensor.empty" + (op.span().known() ? " at " + FormatSpan(op.span()) : std::string());
   if (cur_ != &out_)
     PTOX_UNSUPPORTED() << "the CPU target makes tensors only outside incore scopes (" << at << ")";
   std::string sizes;
@@ -468,7 +464,7 @@ void Emitter::Assert(const ir::OpStmt& op, int depth) {
     return it == op.attrs().end() ? std::string(fallback) : std::get<std::string>(it->second);
   };
   std::string where = text("op", "arith.assert");
-  if (op.span().known()) where += " at " + Position(op.span());
+  if (op.span().known()) where += " at " + FormatSpan(op.span());
   std::string values;
   for (size_t i = 1; i < op.args().size(); ++i)
     values += fmt::format(", static_cast<long long>({})", Operand(op.args()[i]));

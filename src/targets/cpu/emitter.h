@@ -22,12 +22,6 @@ std::string DoubleLiteral(double v);  // exact (hex float), including inf / nan
 inline std::string Functor(ir::OpCode op) {
   return "pc::Fn" + std::string(ir::GetOpInfo(op).scalar_fn);
 }
-
-// Where an op of the user's program is, for messages of the generated code: "file:line:col" as
-// the program's front end named it (a .pto path, "<input>", or "<jit name>" that the Python
-// package maps back to its source), "line:col" without a file name, "" when unknown. The file is
-// part of the generated code, so of the cache key, as the line and column are.
-std::string Position(const Span& span);
 // A C++ string literal of `text` (quotes, backslashes and control characters escaped).
 std::string CLiteral(std::string_view text);
 

@@ -173,7 +173,7 @@ void Emitter::Submit(const ir::IncoreStmt& s, const analysis::IncoreInfo& info,
   ir::ForEachDefinition(s.body(), [&](const ir::Value& v) { inside.insert(v.get()); });
   // The task's name in messages and profiles: the scope and where the user wrote it.
   std::string name = fmt::format("{}.incore{}", func_.name, tasks_ - 1);
-  if (s.span().known()) name += " (" + Position(s.span()) + ")";
+  if (s.span().known()) name += " (" + FormatSpan(s.span()) + ")";
   Line(depth + 1, fmt::format("const pc::TaskDesc task{{{}, &a, sizeof a, acc, {}, {}, {}}};", k,
                               info.accesses.size(), CLiteral(name), TaskFlops(s.body(), inside)));
   Line(depth + 1, "rt->submit(rt->ctx, &task);");

@@ -80,7 +80,7 @@ const ErrorCase kCases[] = {
     {"UnterminatedType", "func @f(%x: in tensor<4xf32) {\n}\n",
      "e.pto:1:16: error: unterminated type: expected '>' to close 'tensor<'"},
     {"MissingDirection", "func @f(%x: tensor<4xf32>) {\n}\n",
-     "e.pto:1:13: error: expected a direction (in, out or inout), got 'tensor<4xf32>'"},
+     "e.pto:1:13: error: tensor parameter %x needs a direction (in, out or inout)"},
     {"LoneMinus", "func @f(%n: in index) {\n  %a = arith.add %n, -x\n}\n",
      "e.pto:2:22: error: expected a number after '-'"},
     {"BadCharacter", "func @f() {\n  $\n}\n", "e.pto:2:3: error: unexpected character '$'"},
@@ -108,7 +108,7 @@ const ErrorCase kCases[] = {
      "e.pto:3:23: error: expected '[' and offsets after the indexed operand of tile.load "
      "(%t[i, j]), got ':'"},
     {"FuncInsideFunc", "func @f() {\n  func @g() {\n  }\n}\n",
-     "e.pto:2:3: error: expected a statement (an op, for, if, incore or yield), got 'func'"},
+     "e.pto:2:3: error: expected a statement (an op, call, for, if, incore, yield or return), got 'func'"},
 };
 
 class ParserErrors : public ::testing::TestWithParam<ErrorCase> {};

@@ -12,6 +12,7 @@
 #include "ir/builder.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/walk.h"
 #include "ir/verifier.h"
 
 namespace ptox::ir {
@@ -33,18 +34,7 @@ constexpr OpCode kAllOps[] = {
 
 // Collects the ops used in `block` and its nested blocks.
 void CollectOps(const Block& block, std::set<OpCode>& ops) {
-  for (const StmtRef& s : block) {
-    switch (s->kind()) {
-      case StmtKind::kOp: ops.insert(As<OpStmt>(*s).op()); break;
-      case StmtKind::kFor: CollectOps(As<ForStmt>(*s).body(), ops); break;
-      case StmtKind::kIf:
-        CollectOps(As<IfStmt>(*s).then_body(), ops);
-        CollectOps(As<IfStmt>(*s).else_body(), ops);
-        break;
-      case StmtKind::kIncore: CollectOps(As<IncoreStmt>(*s).body(), ops); break;
-      case StmtKind::kYield: break;
-    }
-  }
+  ForEachOp(block, [&](const OpStmt& op) { ops.insert(op.op()); });
 }
 
 const char kEveryTileOp[] =
