@@ -134,6 +134,7 @@ class _Builder(ast.NodeVisitor):
         self.helper = name is not None  # a function called by another: returns its values
         self.results = []  # a helper's result types (its return statement's)
         self.incore = False  # an incore function: the inside of its callers' incore scopes
+        self.returned = False  # a helper's return is written: the statements after it are not
         self.in_incore = 0  # depth of `with pl.incore()` blocks around the current statement
         self.directions = {}  # tensor parameter -> its direction
         self.constants = dict(constants)  # compile-time names: immediates wherever they appear
@@ -251,6 +252,8 @@ class _Builder(ast.NodeVisitor):
     # ---- statements ---------------------------------------------------------------------------
     def body(self, stmts):
         for s in stmts:
+            if self.returned:  # a helper's return in an arm an if over a constant kept
+                break
             self.stmt(s)
 
     def stmt(self, s):
@@ -305,9 +308,11 @@ class _Builder(ast.NodeVisitor):
 
     def helper_return(self, s):
         """`return a, b` of a helper: the function's results, typed by the values."""
-        if self.depth != 1 or s is not self.fnode.body[-1]:
-            self.fail(s, "a function called from a kernel returns once, at the end of its body "
-                         "(its calls are inlined)")
+        if self.depth != 1:
+            self.fail(s, "a function called from a kernel returns at the level of its body, not "
+                         "inside a loop, an incore scope or an if over a run-time value (its "
+                         "calls are inlined)")
+        self.returned = True
         values = [] if s.value is None else (
             s.value.elts if isinstance(s.value, ast.Tuple) else [s.value])
         operands = [self.operand(v) for v in values]

@@ -79,6 +79,8 @@ def test_tensor_helpers_and_constants_match_numpy(target):
     out = tensors(x, y, target=target)
     ref = gelu_plus(x, y, target="interp") * np.float32(0.25)
     np.testing.assert_array_equal(out, ref)
+    wide = ptox.jit(tensors.__wrapped__, constants={"HEAD_DIM": 64})  # the other arm returns
+    np.testing.assert_array_equal(wide(x, y, target=target), ref * np.float32(0.5))
 
 
 def test_the_ir_keeps_calls_and_each_kind_of_arguments_gets_one_function():
@@ -88,6 +90,8 @@ def test_the_ir_keeps_calls_and_each_kind_of_arguments_gets_one_function():
     assert text.count("func @scale_shift(") == 1 and text.count("func @scale_shift_1(") == 1
     assert "-> (tile<8x1xf32>, tile<8x1xf32>)" in text
     assert "0.25" in tensors.ir() and "0.125" not in tensors.ir()
+    wide = ptox.jit(tensors.__wrapped__, constants={"HEAD_DIM": 64}).ir()
+    assert "0.125" in wide and "0.25" not in wide
 
 
 @ptox.inline
@@ -141,6 +145,24 @@ def writes_input(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32]):
 def test_a_helper_writing_an_in_tensor_is_an_error_at_the_helper_and_the_call():
     with pytest.raises(ptox.CompileError, match=r"in @store_into, called at .*an 'in' parameter"):
         writes_input.ir()
+
+
+@ptox.inline
+def returns_in_loop(t, n):
+    for i in pl.range(0, n, 1):
+        return t
+
+
+@ptox.jit
+def calls_returns_in_loop(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32], n: pl.index):
+    with pl.incore():
+        pl.store(returns_in_loop(pl.load(x, [0, 0], shape=(8, 16)), n), y, [0, 0])
+
+
+def test_a_return_inside_a_loop_is_an_error():
+    with pytest.raises(ptox.CompileError, match=r"\(in @returns_in_loop, called at .* returns "
+                                                r"at the level of its body"):
+        calls_returns_in_loop.ir()
 
 
 def test_wrong_argument_count_is_an_error_at_the_call():
