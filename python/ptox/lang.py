@@ -290,6 +290,11 @@ class _Builder(ast.NodeVisitor):
             self.if_(s)
         elif isinstance(s, ast.Pass):
             pass
+        elif isinstance(s, (ast.Break, ast.Continue, ast.While)):
+            word = type(s).__name__.lower()
+            self.fail(s, f"`{word}` is not supported: a ptox loop runs the trip count its "
+                         "pl.range gives (compute the count first, or guard the rest of the body "
+                         "with an if over a scalar)")
         else:
             self.fail(s, f"{type(s).__name__} statements are not part of the ptox language (it has "
                          "assignments, return, for over pl.range, if, with pl.incore())")

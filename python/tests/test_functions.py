@@ -173,3 +173,13 @@ def test_wrong_argument_count_is_an_error_at_the_call():
 
     with pytest.raises(ptox.CompileError, match=r"scale_shift takes 2 arguments, got 1"):
         wrong.ir()
+
+
+def test_break_and_while_are_clear_errors():
+    @ptox.jit
+    def breaks(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32], n: pl.index):
+        for i in pl.range(0, n, 1):
+            break
+
+    with pytest.raises(ptox.CompileError, match=r":\d+:\d+: error: `break` is not supported"):
+        breaks.ir()
