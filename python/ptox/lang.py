@@ -1061,8 +1061,9 @@ def _assigned(stmts):
     for s in stmts:
         if isinstance(s, ast.Assign):
             for t in s.targets:
-                if isinstance(t, ast.Name):
-                    add(t.id)
+                for e in t.elts if isinstance(t, ast.Tuple) else [t]:  # m, s = f(x) too
+                    if isinstance(e, ast.Name):
+                        add(e.id)
         elif isinstance(s, ast.If):
             for n in _assigned(s.body) + _assigned(s.orelse):
                 add(n)

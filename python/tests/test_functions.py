@@ -183,3 +183,31 @@ def test_break_and_while_are_clear_errors():
 
     with pytest.raises(ptox.CompileError, match=r":\d+:\d+: error: `break` is not supported"):
         breaks.ir()
+
+
+@ptox.inline
+def online_step(t, m, den):
+    """One tile of an online softmax denominator: the running max and sum, rescaled."""
+    mn = pl.tile.max(m, pl.tile.row_max(t))
+    den = pl.tile.add(pl.tile.mul(den, pl.tile.exp(pl.tile.sub(m, mn))),
+                      pl.tile.row_sum(pl.tile.exp(pl.tile.row_expand_sub(t, mn))))
+    return mn, den
+
+
+@ptox.jit
+def logsumexp(x: pl.In[8, "N", pl.f32], y: pl.Out[8, 1, pl.f32], n: pl.index):
+    with pl.incore():
+        m = pl.full(-1e30, shape=(8, 1))
+        den = pl.full(0.0, shape=(8, 1))
+        for j in pl.range(0, n, 16):
+            m, den = online_step(pl.load(x, [0, j], shape=(8, 16), pad=-1e30), m, den)
+        pl.store(pl.tile.add(m, pl.tile.log(den)), y, [0, 0])
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_a_loop_carries_the_values_a_call_returns(target):
+    x = np.random.default_rng(2).standard_normal((8, 40), dtype=np.float32)
+    y = np.zeros((8, 1), np.float32)
+    logsumexp(x, y, 40, target=target)
+    ref = np.log(np.exp(x.astype(np.float64)).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, ref, rtol=1e-5)
