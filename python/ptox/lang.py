@@ -226,7 +226,7 @@ class _Builder(ast.NodeVisitor):
         for a, (kind, *arg) in zip(node.args.args, args):
             self.names.add(a.arg)
             if kind == "const":
-                self.constants[a.arg] = arg[0]
+                self.constants[a.arg] = self.globals[a.arg] = arg[0]
                 continue
             type_text, direction = arg
             if a.annotation is not None:

@@ -32,6 +32,50 @@ import ptox
 import ptox.lang as pl
 
 
+@ptox.inline
+def project(x, w, row0, n, k, kq):
+    """x @ W^T for the rows [row0, row0 + n) of the stacked weight w, a layer's block: float rows
+    k wide (widened exactly where the matmul reads 16-bit ones), or GGUF / w8a8 rows of kq
+    bytes read in place with int8 activations (W_Q; kernels/quant.h)."""
+    if W_Q:
+        return pl.qmatmul(x, pl.slice(w, [row0, 0], shape=(n, kq)), format=W_FMT)
+    return pl.matmul(x, pl.slice(w, [row0, 0], shape=(n, k)), transpose_b=True)
+
+
+@ptox.inline
+def rope(x1, x2, c1, c2, s1, s2, per_row):
+    """RoPE (rotate-half) of a head's halves x1, x2 as tiles, each output element the
+    definition's x * cos + rot * sin: per_row, cos / sin hold one row per row of x (prefill's
+    tokens); else one row for all (the decode step's token, over its heads)."""
+    if per_row:
+        return (pl.tile.add(pl.tile.mul(x1, c1), pl.tile.mul(pl.tile.neg(x2), s1)),
+                pl.tile.add(pl.tile.mul(x2, c2), pl.tile.mul(x1, s2)))
+    return (pl.tile.add(pl.tile.col_expand_mul(x1, c1),
+                        pl.tile.col_expand_mul(pl.tile.neg(x2), s1)),
+            pl.tile.add(pl.tile.col_expand_mul(x2, c2), pl.tile.col_expand_mul(x1, s2)))
+
+
+@ptox.inline
+def attend(sc, vt, m, den, acc):
+    """One tile of scores sc (and the values vt of its positions) into an online softmax: the
+    running max m, denominator den and output acc, rescaled by exp(m_old - m_new) when the tile
+    raises the max."""
+    mn = pl.tile.max(m, pl.tile.row_max(sc))
+    alpha = pl.tile.exp(pl.tile.sub(m, mn))
+    e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
+    den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
+    acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
+    return mn, den, acc
+
+
+@ptox.inline
+def gather_ranks(x, n):
+    """Every rank's [TOKENS, n] columns side by side, in rank order: [TOKENS, n * TP]."""
+    xg = pl.empty(shape=(TP, TOKENS, n), dtype=pl.f32)
+    pl.dist.allgather(xg, pl.reshape(x, shape=(1, TOKENS, n)))
+    return pl.reshape(pl.transpose(xg, dim0=0, dim1=1), shape=(TOKENS, n * TP))
+
+
 def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, E_ROW, E_DT],
                  attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, W_D, W_DT],
@@ -55,14 +99,9 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
     for l in pl.range(0, L):
         # Layer l's weights are row blocks of the stacked matrices (views, no copies).
         h = pl.rmsnorm(x, pl.slice(attn_norm, [l * D], shape=(D,)), eps=EPS)
-        if W_Q:  # GGUF blocks read in place, int8 activations (kernels/quant.h)
-            q = pl.qmatmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, W_D)), format=W_FMT)
-            k = pl.qmatmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, W_D)), format=W_FMT)
-            v = pl.qmatmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, W_D)), format=W_FMT)
-        else:
-            q = pl.matmul(h, pl.slice(wq, [l * QD, 0], shape=(QD, D)), transpose_b=True)
-            k = pl.matmul(h, pl.slice(wk, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
-            v = pl.matmul(h, pl.slice(wv, [l * KVD, 0], shape=(KVD, D)), transpose_b=True)
+        q = project(h, wq, l * QD, QD, D, W_D)
+        k = project(h, wk, l * KVD, KVD, D, W_D)
+        v = project(h, wv, l * KVD, KVD, D, W_D)
         q = pl.reshape(q, shape=(TOKENS, H, HD))
         k = pl.reshape(k, shape=(TOKENS, KV, HD))
         if QK_NORM:
@@ -79,17 +118,12 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                 c2 = pl.load(cos, [0, HD2], shape=(1, HD2))
                 s1 = pl.load(sin, [0, 0], shape=(1, HD2))
                 s2 = pl.load(sin, [0, HD2], shape=(1, HD2))
-                x1 = pl.load(q, [0, 0, 0], shape=(H, HD2))
-                x2 = pl.load(q, [0, 0, HD2], shape=(H, HD2))
-                pl.store(pl.tile.add(pl.tile.col_expand_mul(x1, c1),
-                                     pl.tile.col_expand_mul(pl.tile.neg(x2), s1)), qr, [0, 0])
-                pl.store(pl.tile.add(pl.tile.col_expand_mul(x2, c2),
-                                     pl.tile.col_expand_mul(x1, s2)), qr, [0, HD2])
-                x1 = pl.load(k, [0, 0, 0], shape=(KV, HD2))
-                x2 = pl.load(k, [0, 0, HD2], shape=(KV, HD2))
-                y1 = pl.tile.add(pl.tile.col_expand_mul(x1, c1),
-                                 pl.tile.col_expand_mul(pl.tile.neg(x2), s1))
-                y2 = pl.tile.add(pl.tile.col_expand_mul(x2, c2), pl.tile.col_expand_mul(x1, s2))
+                y1, y2 = rope(pl.load(q, [0, 0, 0], shape=(H, HD2)),
+                              pl.load(q, [0, 0, HD2], shape=(H, HD2)), c1, c2, s1, s2, False)
+                pl.store(y1, qr, [0, 0])
+                pl.store(y2, qr, [0, HD2])
+                y1, y2 = rope(pl.load(k, [0, 0, 0], shape=(KV, HD2)),
+                              pl.load(k, [0, 0, HD2], shape=(KV, HD2)), c1, c2, s1, s2, False)
                 vt = pl.load(vh, [0, 0], shape=(KV, HD))
                 if KV_F16:  # the cache's rounding, once
                     y1 = pl.tile.cast(y1, dtype=pl.f16)
@@ -126,12 +160,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                                 kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
                                 vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
                                 sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
-                                mn = pl.tile.max(m, pl.tile.row_max(sc))
-                                alpha = pl.tile.exp(pl.tile.sub(m, mn))
-                                e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
-                                den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
-                                acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
-                                m = mn
+                                m, den, acc = attend(sc, vt, m, den, acc)
                             pl.store(acc, part, [kh, c0 // cl, 0, 0])
                             pl.store(m, part, [kh, c0 // cl, 0, HD])
                             pl.store(den, part, [kh, c0 // cl, 0, HD + 1])
@@ -163,12 +192,7 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                             kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
                             vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
                             sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
-                            mn = pl.tile.max(m, pl.tile.row_max(sc))
-                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
-                            e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
-                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
-                            acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vt)
-                            m = mn
+                            m, den, acc = attend(sc, vt, m, den, acc)
                         pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
             o = pl.reshape(og, shape=(TOKENS, QD))
         else:  # T tokens, causal over the past
@@ -187,17 +211,15 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                     s1 = pl.load(sin, [b0, 0], shape=(BQ, HD2))
                     s2 = pl.load(sin, [b0, HD2], shape=(BQ, HD2))
                     for j in pl.range(0, H):
-                        x1 = pl.load(q2, [b0, j * HD], shape=(BQ, HD2))
-                        x2 = pl.load(q2, [b0, j * HD + HD2], shape=(BQ, HD2))
-                        pl.store(pl.tile.add(pl.tile.mul(x1, c1),
-                                             pl.tile.mul(pl.tile.neg(x2), s1)), qh, [j, b0, 0])
-                        pl.store(pl.tile.add(pl.tile.mul(x2, c2), pl.tile.mul(x1, s2)),
-                                 qh, [j, b0, HD2])
+                        y1, y2 = rope(pl.load(q2, [b0, j * HD], shape=(BQ, HD2)),
+                                      pl.load(q2, [b0, j * HD + HD2], shape=(BQ, HD2)),
+                                      c1, c2, s1, s2, True)
+                        pl.store(y1, qh, [j, b0, 0])
+                        pl.store(y2, qh, [j, b0, HD2])
                     for j in pl.range(0, KV):
-                        x1 = pl.load(k2, [b0, j * HD], shape=(BQ, HD2))
-                        x2 = pl.load(k2, [b0, j * HD + HD2], shape=(BQ, HD2))
-                        y1 = pl.tile.add(pl.tile.mul(x1, c1), pl.tile.mul(pl.tile.neg(x2), s1))
-                        y2 = pl.tile.add(pl.tile.mul(x2, c2), pl.tile.mul(x1, s2))
+                        y1, y2 = rope(pl.load(k2, [b0, j * HD], shape=(BQ, HD2)),
+                                      pl.load(k2, [b0, j * HD + HD2], shape=(BQ, HD2)),
+                                      c1, c2, s1, s2, True)
                         vr = pl.load(v, [b0, j * HD], shape=(BQ, HD))
                         if KV_F16:  # the cache's rounding, once
                             y1 = pl.tile.cast(y1, dtype=pl.f16)
@@ -226,46 +248,23 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                             sc = pl.tile.causal_mask(
                                 pl.tile.mul(pl.tile.matmul(qt, kb, transpose_b=True), SCALE),
                                 past + t0 - p0)
-                            mn = pl.tile.max(m, pl.tile.row_max(sc))
-                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
-                            e = pl.tile.exp(pl.tile.row_expand_sub(sc, mn))
-                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.row_sum(e))
-                            acc = pl.tile.matmul_acc(pl.tile.row_expand_mul(acc, alpha), e, vb)
-                            m = mn
+                            m, den, acc = attend(sc, vb, m, den, acc)
                         pl.store(pl.tile.row_expand_div(acc, den), o, [t0, hq * HD])
         if TP > 1:  # every rank's heads, in rank order (the heads' order)
-            og = pl.empty(shape=(TP, TOKENS, QD), dtype=pl.f32)
-            pl.dist.allgather(og, pl.reshape(o, shape=(1, TOKENS, QD)))
-            o = pl.reshape(pl.transpose(og, dim0=0, dim1=1), shape=(TOKENS, QDI))
-        if W_Q:
-            a = pl.qmatmul(o, pl.slice(wo, [l * DO, 0], shape=(DO, W_QD)), format=W_FMT)
-        else:
-            a = pl.matmul(o, pl.slice(wo, [l * DO, 0], shape=(DO, QDI)), transpose_b=True)
+            o = gather_ranks(o, QD)
+        a = project(o, wo, l * DO, DO, QDI, W_QD)
         if TP > 1:  # every rank's outputs
-            ag = pl.empty(shape=(TP, TOKENS, DO), dtype=pl.f32)
-            pl.dist.allgather(ag, pl.reshape(a, shape=(1, TOKENS, DO)))
-            a = pl.reshape(pl.transpose(ag, dim0=0, dim1=1), shape=(TOKENS, D))
+            a = gather_ranks(a, DO)
         x = x + a
         h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
-        if W_Q:
-            g = pl.qmatmul(h, pl.slice(wg, [l * F, 0], shape=(F, W_D)), format=W_FMT)
-            u = pl.qmatmul(h, pl.slice(wu, [l * F, 0], shape=(F, W_D)), format=W_FMT)
-        else:
-            g = pl.matmul(h, pl.slice(wg, [l * F, 0], shape=(F, D)), transpose_b=True)
-            u = pl.matmul(h, pl.slice(wu, [l * F, 0], shape=(F, D)), transpose_b=True)
+        g = project(h, wg, l * F, F, D, W_D)
+        u = project(h, wu, l * F, F, D, W_D)
         m = pl.swiglu(g, u)
         if TP > 1:
-            mg = pl.empty(shape=(TP, TOKENS, F), dtype=pl.f32)
-            pl.dist.allgather(mg, pl.reshape(m, shape=(1, TOKENS, F)))
-            m = pl.reshape(pl.transpose(mg, dim0=0, dim1=1), shape=(TOKENS, FI))
-        if W_Q:
-            f = pl.qmatmul(m, pl.slice(wd, [l * DO, 0], shape=(DO, W_F)), format=W_FMT)
-        else:
-            f = pl.matmul(m, pl.slice(wd, [l * DO, 0], shape=(DO, FI)), transpose_b=True)
+            m = gather_ranks(m, F)
+        f = project(m, wd, l * DO, DO, FI, W_F)
         if TP > 1:
-            fg = pl.empty(shape=(TP, TOKENS, DO), dtype=pl.f32)
-            pl.dist.allgather(fg, pl.reshape(f, shape=(1, TOKENS, DO)))
-            f = pl.reshape(pl.transpose(fg, dim0=0, dim1=1), shape=(TOKENS, D))
+            f = gather_ranks(f, DO)
         x = x + f
     if ALL_LOGITS or DECODE:
         last = x
