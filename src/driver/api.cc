@@ -306,7 +306,7 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
 
 std::vector<std::string> OpNames() {
   std::vector<std::string> names;
-#define PTOX_OP(e, name, family, fn) names.emplace_back(name);
+#define PTOX_OP(e, name, family, fn, ...) names.emplace_back(name);
 #include "ops/ops.def"
 #undef PTOX_OP
   return names;
