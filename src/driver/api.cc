@@ -312,6 +312,21 @@ std::vector<std::string> OpNames() {
   return names;
 }
 
+std::vector<OpAttr> OpAttrs(std::string_view op) {
+  std::vector<OpAttr> out;
+  const std::optional<ir::OpCode> code = ir::LookupOp(op);
+  if (!code) return out;
+  for (const ir::AttrSpec& a : ir::OpAttrs(*code)) {
+    OpAttr& o = out.emplace_back();
+    o.name = a.name;
+    o.kind = ir::AttrKindName(a.kind);
+    if (a.values)
+      for (std::string_view v : a.values()) o.values.emplace_back(v);
+    o.pass_mark = a.mark;
+  }
+  return out;
+}
+
 int DefaultThreads() { return runtime::Executor::DefaultThreads(); }
 
 std::vector<std::string> AvailableTargets() {
