@@ -43,6 +43,8 @@
 namespace ptox::quant {
 
 enum class Format : int { kQ4_0 = 0, kQ4_1 = 1, kQ8_0 = 2, kW8A8 = 3 };
+// Every format, in enum order: the `format` attribute's values (src/ops/op_attrs.def).
+inline constexpr Format kFormats[] = {Format::kQ4_0, Format::kQ4_1, Format::kQ8_0, Format::kW8A8};
 
 // The IR's spelling of a format (the ops' `format` attribute).
 inline const char* FormatName(Format f) {
@@ -50,7 +52,7 @@ inline const char* FormatName(Format f) {
                                                                                         : "w8a8";
 }
 inline bool ParseFormat(const char* name, Format* out) {
-  for (Format f : {Format::kQ4_0, Format::kQ4_1, Format::kQ8_0, Format::kW8A8}) {
+  for (Format f : kFormats) {
     if (std::strcmp(name, FormatName(f)) == 0) {
       *out = f;
       return true;

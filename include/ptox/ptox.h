@@ -222,4 +222,17 @@ std::vector<std::string> AvailableTargets();
 // generate their op surface from.
 std::vector<std::string> OpNames();
 
+// One attribute an op takes: `{name = value}` in the text form, a keyword in Python. `kind` is
+// "bool", "int", "float" or "string"; `values` the strings a string attribute accepts (empty:
+// any); `pass_mark` marks one a pass sets, never written by users (fuse-tiles' `fused`).
+struct OpAttr {
+  std::string name;
+  std::string kind;
+  std::vector<std::string> values;
+  bool pass_mark = false;
+};
+// The attributes of the op named `op` ("tensor.sum"), as src/ops/op_attrs.def declares them
+// (what the verifier accepts); empty for an op without attributes or a name that is no op.
+std::vector<OpAttr> OpAttrs(std::string_view op);
+
 }  // namespace ptox

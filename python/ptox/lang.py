@@ -715,6 +715,7 @@ class _Builder(ast.NodeVisitor):
         else:
             self.fail(node, f"pl.{name} is no ptox op (tensor ops: pl.<name>, tile ops: "
                             "pl.tile.<name>, distributed ops: pl.dist.<name>; see docs/ops.md)")
+        self.check_attrs(node, name, op, attrs)
         dtype = self.keyword(node, "dtype")
         shape = self.keyword(node, "shape")
         if op == "tensor.cast" and node.args and self.kind_of(node.args[0]) == "scalar":
@@ -801,6 +802,16 @@ class _Builder(ast.NodeVisitor):
         if not values:
             return None
         return values[0] if len(values) == 1 else tuple(values)
+
+    def check_attrs(self, node, name, op, attrs):
+        """Keywords other than shape= / dtype= are the op's attributes, as the C++ op list
+        declares them (src/ops/op_attrs.def): one the op does not take fails at the keyword,
+        naming those it does (pass marks such as fused= are not offered)."""
+        takes = [a["name"] for a in _core.op_attrs(op) if not a["pass_mark"]]
+        for kw in node.keywords:
+            if kw.arg in attrs and kw.arg not in takes:
+                self.fail(kw, f"pl.{name} takes no keyword {kw.arg}= (it takes "
+                              f"{', '.join(k + '=' for k in takes) if takes else 'none'})")
 
     def concat(self, node, attrs, shape, dtype, hint):
         """pl.concat(a, b, ..., axis=-1), or over a list as np.concatenate([a, b], axis=...).

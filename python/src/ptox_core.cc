@@ -323,6 +323,20 @@ NB_MODULE(_core, m) {
   m.def("abort_run", [](const std::string& message, int code) { ptox::AbortRun(message, code); });
   m.def("available_targets", &ptox::AvailableTargets);
   m.def("op_names", &ptox::OpNames);
+  // The attributes an op takes (src/ops/op_attrs.def), one dict each: name, kind ("bool", "int",
+  // "float", "string"), values (the strings a string attribute accepts; empty: any), pass_mark.
+  m.def("op_attrs", [](const std::string& op) {
+    nb::list out;
+    for (const ptox::OpAttr& a : ptox::OpAttrs(op)) {
+      nb::dict d;
+      d["name"] = a.name;
+      d["kind"] = a.kind;
+      d["values"] = nb::cast(a.values);
+      d["pass_mark"] = a.pass_mark;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("default_threads", &ptox::DefaultThreads);
   m.def("cache_dir", &ptox::CacheDir);
   m.def("build_manifest_json", [] { return ptox::GetBuildManifest().ToJson(); });

@@ -127,7 +127,7 @@ def test_matches_the_definition_written_in_numpy():
 
 
 @pytest.mark.parametrize("text,message", [
-    ('%r = tensor.qmatmul %x, %w {format = "q5_0"}', "does not take attribute 'format'"),
+    ('%r = tensor.qmatmul %x, %w {format = "q5_0"}', "attribute 'format' must be one of"),
     ("%r = tensor.qmatmul %x, %w", "needs {format"),
     ('%r = tensor.qmatmul %x, %w {format = "q4_0", transpose_b = true}', "transpose_b"),
 ])

@@ -323,10 +323,25 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
 
 std::vector<std::string> OpNames() {
   std::vector<std::string> names;
-#define PTOX_OP(e, name, family, fn) names.emplace_back(name);
+#define PTOX_OP(e, name, family, fn, ...) names.emplace_back(name);
 #include "ops/ops.def"
 #undef PTOX_OP
   return names;
+}
+
+std::vector<OpAttr> OpAttrs(std::string_view op) {
+  std::vector<OpAttr> out;
+  const std::optional<ir::OpCode> code = ir::LookupOp(op);
+  if (!code) return out;
+  for (const ir::AttrSpec& a : ir::OpAttrs(*code)) {
+    OpAttr& o = out.emplace_back();
+    o.name = a.name;
+    o.kind = ir::AttrKindName(a.kind);
+    if (a.values)
+      for (std::string_view v : a.values()) o.values.emplace_back(v);
+    o.pass_mark = a.mark;
+  }
+  return out;
 }
 
 int DefaultThreads() { return runtime::Executor::DefaultThreads(); }

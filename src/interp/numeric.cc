@@ -13,8 +13,8 @@ namespace ptox::interp {
 
 Fn FnOf(ir::OpCode op) {
   switch (op) {
-#define PTOX_OP(e, name, family, fn) \
-  case ir::OpCode::k##e:             \
+#define PTOX_OP(e, name, family, fn, ...) \
+  case ir::OpCode::k##e:                  \
     return Fn::k##fn;
 #include "ops/ops.def"
 #undef PTOX_OP

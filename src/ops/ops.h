@@ -1,13 +1,15 @@
 // Op codes and their static properties, generated from ops.def.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace ptox::ir {
 
 enum class OpCode : uint16_t {
-#define PTOX_OP(e, name, family, fn) k##e,
+#define PTOX_OP(e, name, ...) k##e,
 #include "ops/ops.def"
 #undef PTOX_OP
 };
@@ -26,16 +28,45 @@ enum class OpFamily : uint8_t {
 // Tensor-level families (whole-tensor ops that convert-tensor-to-tile lowers).
 inline bool IsTensorLevel(OpFamily f) { return f >= OpFamily::kTensorBinary; }
 
+// The kind of an attribute's value, as the text form writes it.
+enum class AttrKind : uint8_t { kBool, kInt, kFloat, kString };
+std::string_view AttrKindName(AttrKind kind);  // "bool", "int", "float", "string"
+
+// One attribute an op takes: a row of op_attrs.def.
+struct AttrSpec {
+  std::string_view name;
+  AttrKind kind;
+  // A string attribute's validator: the strings it accepts (nullptr: any string).
+  std::span<const std::string_view> (*values)() = nullptr;
+  bool mark = false;  // set by a pass, never written by users (fuse-tiles' `fused`)
+};
+
+// ops.def's Attrs column: a set of op_attrs.def.
+enum class AttrSet : uint8_t {
+#define PTOX_ATTRS(set, ...) k##set,
+#include "ops/op_attrs.def"
+#undef PTOX_ATTRS
+};
+
+// ops.def's Cost column: an elementwise op's work per element (kNone: not elementwise).
+enum class OpCost : uint8_t { kNone, kCheap, kModerate, kCostly };
+
 struct OpInfo {
   std::string_view name;
   OpFamily family;
   std::string_view scalar_fn;  // the kernels/scalar.h function ("None" when not elementwise)
+  AttrSet attrs;
+  OpCost cost;
 };
 
 const OpInfo& GetOpInfo(OpCode op);
 std::optional<OpCode> LookupOp(std::string_view name);
 inline std::string_view OpName(OpCode op) { return GetOpInfo(op).name; }
 inline OpFamily FamilyOf(OpCode op) { return GetOpInfo(op).family; }
+inline OpCost CostOf(OpCode op) { return GetOpInfo(op).cost; }
+// The attributes `op` takes, in op_attrs.def order; FindAttr: the one named `name`, or nullptr.
+std::span<const AttrSpec> OpAttrs(OpCode op);
+const AttrSpec* FindAttr(OpCode op, std::string_view name);
 
 // Text format: ops whose result type cannot be inferred print it (`: tile<...>`).
 bool HasExplicitType(OpFamily family);

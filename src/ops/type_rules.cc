@@ -1,6 +1,8 @@
 // Per-family type rules for the ops in ops.def.
 #include "ops/type_rules.h"
 
+#include <algorithm>
+#include <span>
 #include <string>
 
 namespace ptox::ir {
@@ -9,6 +11,16 @@ namespace {
 std::string Describe(const Operand& a) {
   if (a.is_value()) return "'" + a.type().ToString() + "'";
   return a.is_int() ? "integer immediate" : "float immediate";
+}
+
+AttrKind KindOf(const AttrValue& v) {
+  if (std::holds_alternative<bool>(v)) return AttrKind::kBool;
+  if (std::holds_alternative<int64_t>(v)) return AttrKind::kInt;
+  return std::holds_alternative<double>(v) ? AttrKind::kFloat : AttrKind::kString;
+}
+// "an int", "a float": an attribute kind in an error message.
+std::string KindPhrase(AttrKind k) {
+  return (k == AttrKind::kInt ? "an " : "a ") + std::string(AttrKindName(k));
 }
 
 // Whether operand `a` can stand where a scalar of dtype `want` is expected. Immediates adapt:
@@ -532,50 +544,31 @@ DType ScalarOperandDType(const std::vector<Operand>& args) {
   return DType::kIndex;
 }
 
+// Attributes are checked against the op's row of ops.def (its op_attrs.def set), so an op's
+// attributes are declared in one place; an error names the op and lists what it takes.
 void CheckOpAttrs(OpCode op, const Attrs& attrs, const Span& span) {
-  OpFamily f = FamilyOf(op);
   for (const auto& [name, value] : attrs) {
-    bool ok = false;
-    if (name == "pad") ok = f == OpFamily::kLoad && std::holds_alternative<double>(value);
-    if (name == "format") {
-      quant::Format q;
-      ok = (op == OpCode::kTileQMatmulAcc || op == OpCode::kTensorQMatmul ||
-            op == OpCode::kTileDequantize || op == OpCode::kTensorGather) &&
-           std::holds_alternative<std::string>(value) &&
-           quant::ParseFormat(std::get<std::string>(value).c_str(), &q);
+    const AttrSpec* spec = FindAttr(op, name);
+    if (!spec) {
+      std::string takes;
+      for (const AttrSpec& a : OpAttrs(op))
+        takes += (takes.empty() ? "" : ", ") + std::string(a.name) + " (" +
+                 std::string(AttrKindName(a.kind)) + ")";
+      PTOX_FAIL(span) << OpName(op) << " does not take attribute '" << name << "'; it takes "
+                      << (takes.empty() ? "none" : takes);
     }
-    if (name == "transpose_b")
-      ok = (f == OpFamily::kMatmul || f == OpFamily::kMatmulAcc || f == OpFamily::kTensorMatmul) &&
-           op != OpCode::kTileQMatmulAcc && op != OpCode::kTensorQMatmul &&
-           std::holds_alternative<bool>(value);
-    const bool is_int = std::holds_alternative<int64_t>(value);
-    if (name == "axis")
-      ok = is_int && (f == OpFamily::kTensorReduce || f == OpFamily::kTensorConcat ||
-                      f == OpFamily::kTensorArgmax || op == OpCode::kTensorSoftmax ||
-                      op == OpCode::kTensorLogSoftmax);
-    if (name == "keepdims")
-      ok = (f == OpFamily::kTensorReduce || f == OpFamily::kTensorArgmax) &&
-           std::holds_alternative<bool>(value);
-    if (name == "dim0" || name == "dim1") ok = is_int && f == OpFamily::kTensorTranspose;
-    if (name == "eps")
-      ok = std::holds_alternative<double>(value) &&
-           (op == OpCode::kTensorRmsnorm || op == OpCode::kTensorLayernorm);
-    if (name == "interleaved")
-      ok = op == OpCode::kTensorRope && std::holds_alternative<bool>(value);
-    if (name == "fused")  // fuse-tiles: an elementwise tile its consumers compute per element
-      ok = std::holds_alternative<bool>(value) &&
-           (f == OpFamily::kLoad || f == OpFamily::kBinary || f == OpFamily::kUnary ||
-            f == OpFamily::kSelect || f == OpFamily::kRowExpand || f == OpFamily::kColExpand ||
-            f == OpFamily::kCompare || f == OpFamily::kCast || f == OpFamily::kCausalMask ||
-            f == OpFamily::kBroadcast);
-    if (name == "op" || name == "msg")
-      ok = f == OpFamily::kAssert && std::holds_alternative<std::string>(value);
-    if (name == "op" && (f == OpFamily::kTensorCollective || op == OpCode::kDistAllreduce ||
-                         op == OpCode::kDistReduceScatter))
-      ok = std::holds_alternative<std::string>(value) &&
-           (std::get<std::string>(value) == "sum" || std::get<std::string>(value) == "max");
-    if (name == "root") ok = is_int && op == OpCode::kDistBroadcast;
-    PTOX_CHECK(ok, span) << OpName(op) << " does not take attribute '" << name << "' of this kind";
+    PTOX_CHECK(KindOf(value) == spec->kind, span)
+        << OpName(op) << " attribute '" << name << "' must be " << KindPhrase(spec->kind)
+        << ", got " << KindPhrase(KindOf(value));
+    if (!spec->values) continue;
+    const std::span<const std::string_view> accepted = spec->values();
+    const std::string& text = std::get<std::string>(value);
+    if (std::find(accepted.begin(), accepted.end(), text) != accepted.end()) continue;
+    std::string list;
+    for (std::string_view v : accepted)
+      list += (list.empty() ? "\"" : ", \"") + std::string(v) + "\"";
+    PTOX_FAIL(span) << OpName(op) << " attribute '" << name << "' must be one of " << list
+                    << ", got \"" << text << "\"";
   }
 }
 

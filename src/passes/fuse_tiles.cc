@@ -21,7 +21,6 @@
 #include "passes/fuse_tiles.h"
 
 #include <functional>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -44,14 +43,17 @@ bool ElementwisePosition(const ir::OpStmt& op, int pos) {
 }
 
 // Per-element cost of an op in simple arithmetic operations (a rough count of vector
-// instructions), and the most a value used by several ops may cost to be recomputed by each.
+// instructions) by its cost class in ops.def, and the most a value used by several ops may cost
+// to be recomputed by each.
 int OwnCost(const ir::OpStmt& op) {
-  const std::string_view fn = ir::GetOpInfo(op.op()).scalar_fn;
-  for (std::string_view f : {"Exp", "Log", "Tanh", "Sigmoid", "Silu", "Gelu", "Erf"})
-    if (fn == f) return 20;
-  for (std::string_view f : {"Div", "Sqrt", "Rsqrt", "Recip"})
-    if (fn == f) return 4;
-  return 1;
+  switch (ir::CostOf(op.op())) {
+    case ir::OpCost::kCheap: return 1;
+    case ir::OpCost::kModerate: return 4;
+    case ir::OpCost::kCostly: return 20;
+    case ir::OpCost::kNone: break;
+  }
+  PTOX_ICHECK(false) << ir::OpName(op.op()) << " is fusible, but its Cost in ops.def is None";
+  return 0;
 }
 constexpr int kRecomputeLimit = 8;
 
@@ -90,7 +92,7 @@ Values Fusible(const ir::IncoreStmt& scope) {
         all_fusible &= ok;
         users.insert(u.stmt);
       }
-      int c = load ? 1 : OwnCost(op);
+      int c = OwnCost(op);
       for (const ir::Operand& a : op.args())
         if (a.is_value() && fused.count(a.value().get())) c += cost[a.value().get()];
       if (all_fusible && (users.size() == 1 || c < kRecomputeLimit)) {

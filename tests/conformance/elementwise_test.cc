@@ -26,7 +26,7 @@ Output BinaryNamed(const std::string& name, const std::string& op, DType d, cons
 Spec FloatSpec(DType d) {
   std::vector<Output> outs;
   // Every tile op of the Unary family in ops.def (a new elementwise op needs no line here).
-#define PTOX_OP(e, name, family, fn) \
+#define PTOX_OP(e, name, family, fn, ...) \
   if (std::string_view(#family) == "Unary") outs.push_back(Unary(std::string(name).substr(5), d));
 #include "ops/ops.def"
 #undef PTOX_OP

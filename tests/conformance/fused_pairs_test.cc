@@ -63,7 +63,7 @@ OpLists ListOps(std::string_view prefix) {
     l.unary.push_back(op);
     if (kVectorForms.count(fn)) l.vector_unary.push_back(op);
   };
-#define PTOX_OP(e, name, family, fn) add(name, #family, #fn);
+#define PTOX_OP(e, name, family, fn, ...) add(name, #family, #fn);
 #include "ops/ops.def"
 #undef PTOX_OP
   return l;

@@ -63,7 +63,7 @@ std::vector<std::string> Unary(const std::string& prefix, bool vector_form_only)
     if (name.substr(0, prefix.size()) != prefix) return;
     if (!vector_form_only || kVectorForms.count(fn)) out.emplace_back(name.substr(prefix.size()));
   };
-#define PTOX_OP(e, name, family, fn) add(name, #family, #fn);
+#define PTOX_OP(e, name, family, fn, ...) add(name, #family, #fn);
 #include "ops/ops.def"
 #undef PTOX_OP
   return out;

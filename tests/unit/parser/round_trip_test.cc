@@ -27,7 +27,7 @@ void ExpectRoundTrip(const std::string& text) {
 
 // Every op in ops.def, so a new op without a round-trip case fails CoversEveryOpInOpsDef.
 constexpr OpCode kAllOps[] = {
-#define PTOX_OP(e, name, family, fn) OpCode::k##e,
+#define PTOX_OP(e, name, family, fn, ...) OpCode::k##e,
 #include "ops/ops.def"
 #undef PTOX_OP
 };
