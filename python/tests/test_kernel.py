@@ -176,7 +176,7 @@ def test_source_and_stages(tmp_path):
     assert [s for s, _ in stages][-1] == "plan-memory"
     assert all("func @add" in text for _, text in stages)
     files = sorted(p.name for p in (tmp_path / "stages").iterdir())
-    assert files[0] == "01-lower-collectives.pto" and files[-1].endswith("-plan-memory.pto")
+    assert files[0] == "01-inline-calls.pto" and files[-1].endswith("-plan-memory.pto")
     assert ptox.parse((tmp_path / "stages" / files[-1]).read_text()).ir() == stages[-1][1]
 
 
