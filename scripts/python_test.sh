@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/pip install -q --no-build-isolation .  # build tools come from .venv
 # Two workers (pytest-xdist): most of a test's time is one g++ compile of a generated kernel.
-.venv/bin/python -m pytest -q -n 2 python/tests
+.venv/bin/python -m pytest -q -n 2 --durations=25 python/tests

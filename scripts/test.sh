@@ -31,6 +31,6 @@ stage() {
 
 stage setup bash scripts/setup.sh
 stage build bash -c 'cmake --preset dev >/dev/null && cmake --build --preset dev'
-stage ctest ctest --preset dev -j2
+stage ctest ctest --preset dev -j2 --timeout 600
 stage pytest bash scripts/python_test.sh
 stage arm bash scripts/test_arm.sh "${arm_args[@]}"
