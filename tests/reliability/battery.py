@@ -238,7 +238,13 @@ def as_nobody(b):
         raise Skip("needs root (to run as nobody with setpriv)")
     if not shutil.which("setpriv"):
         raise Skip("setpriv is missing (util-linux)")
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    # The kernel headers and examples are read from the checkout: one in a folder that only its
+    # owner may enter (a `mktemp -d` clone is 0700) cannot be read by another user.
+    if subprocess.run(prefix + ["test", "-r", b.example("hello_dyn.pto")]).returncode != 0:
+        raise Skip(f"{b.examples} is not readable by other users (nobody), so the setpriv "
+                   "checks cannot run: give the checkout's folders o+rx")
+    return prefix
 
 
 def case_cache_trust(b):

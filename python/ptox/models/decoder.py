@@ -76,6 +76,217 @@ def gather_ranks(x, n):
     return pl.reshape(pl.transpose(xg, dim0=0, dim1=1), shape=(TOKENS, n * TP))
 
 
+@ptox.inline
+def embed_tokens(embed, ids):
+    """The rows of the embedding for ids, as f32: GGUF blocks read in place (E_Q), bf16 / f16
+    rows widened exactly, or f32 rows."""
+    if E_Q:
+        return pl.gather(embed, ids, format=E_FMT)
+    if E_16:
+        return pl.cast(pl.gather(embed, ids), dtype=pl.f32)
+    return pl.gather(embed, ids)
+
+
+@ptox.inline
+def to_cache(t):
+    """A key or value tile in the cache's dtype: rounded to f16 once, as it is appended."""
+    if KV_F16:
+        return pl.tile.cast(t, dtype=pl.f16)
+    return t
+
+
+@ptox.inline
+def attend_cache(qt, kcache, vcache, row, p_begin, p_end, rows, causal, diag):
+    """The online softmax of the query tile qt ([rows, HD]) over the keys and values of cache
+    row `row` at positions [p_begin, p_end), streamed in tiles of BP positions read in place:
+    its (running max, denominator, output). causal: query i sees positions up to diag + i (the
+    diagonal's tiles masked by tile.causal_mask)."""
+    m = pl.full(NEG_INF, shape=(rows, 1))
+    den = pl.full(0.0, shape=(rows, 1))
+    acc = pl.full(0.0, shape=(rows, HD))
+    for p0 in pl.range(p_begin, p_end, BP):
+        kt = pl.load(kcache, [row, p0, 0], shape=(BP, HD))
+        vt = pl.load(vcache, [row, p0, 0], shape=(BP, HD))
+        sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
+        if causal:
+            sc = pl.tile.causal_mask(sc, diag - p0)
+        m, den, acc = attend(sc, vt, m, den, acc)
+    return m, den, acc
+
+
+@ptox.inline
+def rope_decode(q, k, v, cos, sin, kcache, vcache, l, past):
+    """RoPE of the token's query and key heads as tiles and the append of its keys and values
+    to the caches (row `past` of each KV head): one task for what took twelve at tensor level.
+    The roped queries, [H, HD]."""
+    qr = pl.empty(shape=(H, HD), dtype=pl.f32)
+    vh = pl.reshape(v, shape=(KV, HD))
+    with pl.incore():
+        c1 = pl.load(cos, [0, 0], shape=(1, HD2))
+        c2 = pl.load(cos, [0, HD2], shape=(1, HD2))
+        s1 = pl.load(sin, [0, 0], shape=(1, HD2))
+        s2 = pl.load(sin, [0, HD2], shape=(1, HD2))
+        y1, y2 = rope(pl.load(q, [0, 0, 0], shape=(H, HD2)),
+                      pl.load(q, [0, 0, HD2], shape=(H, HD2)), c1, c2, s1, s2, False)
+        pl.store(y1, qr, [0, 0])
+        pl.store(y2, qr, [0, HD2])
+        y1, y2 = rope(pl.load(k, [0, 0, 0], shape=(KV, HD2)),
+                      pl.load(k, [0, 0, HD2], shape=(KV, HD2)), c1, c2, s1, s2, False)
+        y1 = to_cache(y1)
+        y2 = to_cache(y2)
+        vt = to_cache(pl.load(vh, [0, 0], shape=(KV, HD)))
+        for j in pl.range(0, KV, unroll=True):
+            row = l * KV + j
+            pl.store(pl.tile.slice(y1, [j, 0], shape=(1, HD2)), kcache, [row, past, 0])
+            pl.store(pl.tile.slice(y2, [j, 0], shape=(1, HD2)), kcache, [row, past, HD2])
+            pl.store(pl.tile.slice(vt, [j, 0], shape=(1, HD)), vcache, [row, past, 0])
+    return qr
+
+
+@ptox.inline
+def attention_split(qg, og, kcache, vcache, l):
+    """The decode step's attention over a long context, when the KV heads do not divide evenly
+    over the threads: each head's positions in SPLIT chunks of whole tiles, one task each, whose
+    partial (acc, m, den) a task per head merges as the online softmax merges a tile."""
+    cl = (kcache.shape[1] + SPLIT * BP - 1) // (SPLIT * BP) * BP
+    part = pl.empty(shape=(KV, SPLIT, G, HD + 2), dtype=pl.f32)
+    for kh in pl.range(0, KV, parallel=True):
+        for c0 in pl.range(0, SPLIT * cl, cl, parallel=True):
+            with pl.incore():
+                qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
+                m, den, acc = attend_cache(qt, kcache, vcache, l * KV + kh, c0,
+                                           pl.min(c0 + cl, kcache.shape[1]), G, False, 0)
+                pl.store(acc, part, [kh, c0 // cl, 0, 0])
+                pl.store(m, part, [kh, c0 // cl, 0, HD])
+                pl.store(den, part, [kh, c0 // cl, 0, HD + 1])
+    for kh in pl.range(0, KV, parallel=True):
+        with pl.incore():
+            acc = pl.load(part, [kh, 0, 0, 0], shape=(G, HD))
+            m = pl.load(part, [kh, 0, 0, HD], shape=(G, 1))
+            den = pl.load(part, [kh, 0, 0, HD + 1], shape=(G, 1))
+            for c in pl.range(1, SPLIT, unroll=True):
+                ac = pl.load(part, [kh, c, 0, 0], shape=(G, HD))
+                mc = pl.load(part, [kh, c, 0, HD], shape=(G, 1))
+                dc = pl.load(part, [kh, c, 0, HD + 1], shape=(G, 1))
+                mn = pl.tile.max(m, mc)
+                alpha = pl.tile.exp(pl.tile.sub(m, mn))
+                beta = pl.tile.exp(pl.tile.sub(mc, mn))
+                den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.mul(dc, beta))
+                acc = pl.tile.add(pl.tile.row_expand_mul(acc, alpha),
+                                  pl.tile.row_expand_mul(ac, beta))
+                m = mn
+            pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
+
+
+@ptox.inline
+def attention_decode(q, kcache, vcache, l):
+    """One token, flash-decoding style: per KV head one task that streams its keys and values
+    (read in place) for its G query heads with an online softmax. One task where the composite
+    softmax over a run-time row length took six; its sums come in another order, within the
+    softmax's bound. [TOKENS, QD]."""
+    qg = pl.reshape(q, shape=(KV, G, HD))
+    og = pl.empty(shape=(KV, G, HD), dtype=pl.f32)
+    if SPLIT > 1 and kcache.shape[1] >= SPLIT_MIN:
+        attention_split(qg, og, kcache, vcache, l)
+    else:
+        for kh in pl.range(0, KV, parallel=True):
+            with pl.incore():
+                qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
+                m, den, acc = attend_cache(qt, kcache, vcache, l * KV + kh, 0, kcache.shape[1],
+                                           G, False, 0)
+                pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
+    return pl.reshape(og, shape=(TOKENS, QD))
+
+
+@ptox.inline
+def rope_prefill(q, k, v, cos, sin, kcache, vcache, l, t, past):
+    """RoPE of the query and key heads and the append of the keys and values to the caches as
+    tiles: per block of BQ tokens one task that reads each head's [BQ, HD / 2] halves in place
+    and writes the roped queries head-major (the attention's layout, returned: [H, TOKENS, HD])
+    and the keys and values at rows past + b0.. of the caches. At tensor level RoPE, the
+    transposes and the appends took ~40 tasks a layer."""
+    q2 = pl.reshape(q, shape=(TOKENS, QD))
+    k2 = pl.reshape(k, shape=(TOKENS, KVD))
+    qh = pl.empty(shape=(H, TOKENS, HD), dtype=pl.f32)
+    for b0 in pl.range(0, t, BQ, parallel=True):
+        with pl.incore():
+            c1 = pl.load(cos, [b0, 0], shape=(BQ, HD2))
+            c2 = pl.load(cos, [b0, HD2], shape=(BQ, HD2))
+            s1 = pl.load(sin, [b0, 0], shape=(BQ, HD2))
+            s2 = pl.load(sin, [b0, HD2], shape=(BQ, HD2))
+            for j in pl.range(0, H):
+                y1, y2 = rope(pl.load(q2, [b0, j * HD], shape=(BQ, HD2)),
+                              pl.load(q2, [b0, j * HD + HD2], shape=(BQ, HD2)),
+                              c1, c2, s1, s2, True)
+                pl.store(y1, qh, [j, b0, 0])
+                pl.store(y2, qh, [j, b0, HD2])
+            for j in pl.range(0, KV):
+                y1, y2 = rope(pl.load(k2, [b0, j * HD], shape=(BQ, HD2)),
+                              pl.load(k2, [b0, j * HD + HD2], shape=(BQ, HD2)),
+                              c1, c2, s1, s2, True)
+                pl.store(to_cache(y1), kcache, [l * KV + j, past + b0, 0])
+                pl.store(to_cache(y2), kcache, [l * KV + j, past + b0, HD2])
+                pl.store(to_cache(pl.load(v, [b0, j * HD], shape=(BQ, HD))), vcache,
+                         [l * KV + j, past + b0, 0])
+    return qh
+
+
+@ptox.inline
+def attention_prefill(qh, kcache, vcache, l, t, past):
+    """Causal attention, flash style: per query head and block of BQ tokens one task that
+    streams the keys and values of its KV head up to its last token's position, the diagonal's
+    tiles masked and the tiles past it never read: half the work of the whole [T, P] scores at
+    P = T. [TOKENS, QD]."""
+    o = pl.empty(shape=(TOKENS, QD), dtype=pl.f32)
+    for hq in pl.range(0, H, parallel=True):
+        for t0 in pl.range(0, t, BQ, parallel=True):
+            with pl.incore():
+                qt = pl.load(qh, [hq, t0, 0], shape=(BQ, HD))
+                m, den, acc = attend_cache(qt, kcache, vcache, l * KV + hq // G, 0,
+                                           pl.min(past + t0 + BQ, kcache.shape[1]), BQ, True,
+                                           past + t0)
+                pl.store(pl.tile.row_expand_div(acc, den), o, [t0, hq * HD])
+    return o
+
+
+@ptox.inline
+def attention(h, cos, sin, wq, wk, wv, q_norm, k_norm, wo, kcache, vcache, l, t, past):
+    """Layer l's attention block on the normed stream h: projections, Q / K norm, RoPE, the
+    append to the KV caches, attention over them and the output projection (every rank's heads
+    gathered before it and its outputs after, in rank order)."""
+    q = pl.reshape(project(h, wq, l * QD, QD, D, W_D), shape=(TOKENS, H, HD))
+    k = pl.reshape(project(h, wk, l * KVD, KVD, D, W_D), shape=(TOKENS, KV, HD))
+    v = project(h, wv, l * KVD, KVD, D, W_D)
+    if QK_NORM:
+        q = pl.rmsnorm(q, pl.slice(q_norm, [l * HD], shape=(HD,)), eps=EPS)
+        k = pl.rmsnorm(k, pl.slice(k_norm, [l * HD], shape=(HD,)), eps=EPS)
+    if DECODE:
+        o = attention_decode(rope_decode(q, k, v, cos, sin, kcache, vcache, l, past), kcache,
+                             vcache, l)
+    else:  # T tokens, causal over the past
+        o = attention_prefill(rope_prefill(q, k, v, cos, sin, kcache, vcache, l, t, past),
+                              kcache, vcache, l, t, past)
+    if TP > 1:
+        o = gather_ranks(o, QD)
+    a = project(o, wo, l * DO, DO, QDI, W_QD)
+    if TP > 1:
+        a = gather_ranks(a, DO)
+    return a
+
+
+@ptox.inline
+def mlp(h, wg, wu, wd, l):
+    """Layer l's SwiGLU MLP on the normed stream h (every rank's activations gathered before
+    wd and its outputs after)."""
+    m = pl.swiglu(project(h, wg, l * F, F, D, W_D), project(h, wu, l * F, F, D, W_D))
+    if TP > 1:
+        m = gather_ranks(m, F)
+    f = project(m, wd, l * DO, DO, FI, W_F)
+    if TP > 1:
+        f = gather_ranks(f, DO)
+    return f
+
+
 def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  sin: pl.In[TOKENS, HD, pl.f32], embed: pl.In[V, E_ROW, E_DT],
                  attn_norm: pl.In[L * D, pl.f32], wq: pl.In[L * QD, W_D, W_DT],
@@ -88,184 +299,13 @@ def decoder_step(ids: pl.In[TOKENS, pl.i32], cos: pl.In[TOKENS, HD, pl.f32],
                  vcache: pl.InOut[L * KV, "P", HD, KV_DT], logits: pl.Out[ROWS, V, pl.f32]):
     t = ids.shape[0]
     past = kcache.shape[1] - t
-    if E_Q:
-        x = pl.gather(embed, ids, format=E_FMT)
-    elif E_16:  # bf16 / f16 rows, widened exactly
-        x = pl.cast(pl.gather(embed, ids), dtype=pl.f32)
-    else:
-        x = pl.gather(embed, ids)
-    c = pl.reshape(cos, shape=(TOKENS, 1, HD))
-    s = pl.reshape(sin, shape=(TOKENS, 1, HD))
+    x = embed_tokens(embed, ids)
     for l in pl.range(0, L):
         # Layer l's weights are row blocks of the stacked matrices (views, no copies).
         h = pl.rmsnorm(x, pl.slice(attn_norm, [l * D], shape=(D,)), eps=EPS)
-        q = project(h, wq, l * QD, QD, D, W_D)
-        k = project(h, wk, l * KVD, KVD, D, W_D)
-        v = project(h, wv, l * KVD, KVD, D, W_D)
-        q = pl.reshape(q, shape=(TOKENS, H, HD))
-        k = pl.reshape(k, shape=(TOKENS, KV, HD))
-        if QK_NORM:
-            q = pl.rmsnorm(q, pl.slice(q_norm, [l * HD], shape=(HD,)), eps=EPS)
-            k = pl.rmsnorm(k, pl.slice(k_norm, [l * HD], shape=(HD,)), eps=EPS)
-        if DECODE:
-            # RoPE (rotate-half) of the token's query and key heads as tiles, each output element
-            # the definition's x * cos + rot * sin, and the append of the keys and values to the
-            # caches (row `past` of each KV head): one task for what took twelve at tensor level.
-            qr = pl.empty(shape=(H, HD), dtype=pl.f32)
-            vh = pl.reshape(v, shape=(KV, HD))
-            with pl.incore():
-                c1 = pl.load(cos, [0, 0], shape=(1, HD2))
-                c2 = pl.load(cos, [0, HD2], shape=(1, HD2))
-                s1 = pl.load(sin, [0, 0], shape=(1, HD2))
-                s2 = pl.load(sin, [0, HD2], shape=(1, HD2))
-                y1, y2 = rope(pl.load(q, [0, 0, 0], shape=(H, HD2)),
-                              pl.load(q, [0, 0, HD2], shape=(H, HD2)), c1, c2, s1, s2, False)
-                pl.store(y1, qr, [0, 0])
-                pl.store(y2, qr, [0, HD2])
-                y1, y2 = rope(pl.load(k, [0, 0, 0], shape=(KV, HD2)),
-                              pl.load(k, [0, 0, HD2], shape=(KV, HD2)), c1, c2, s1, s2, False)
-                vt = pl.load(vh, [0, 0], shape=(KV, HD))
-                if KV_F16:  # the cache's rounding, once
-                    y1 = pl.tile.cast(y1, dtype=pl.f16)
-                    y2 = pl.tile.cast(y2, dtype=pl.f16)
-                    vt = pl.tile.cast(vt, dtype=pl.f16)
-                for j in pl.range(0, KV, unroll=True):
-                    row = l * KV + j
-                    pl.store(pl.tile.slice(y1, [j, 0], shape=(1, HD2)), kcache, [row, past, 0])
-                    pl.store(pl.tile.slice(y2, [j, 0], shape=(1, HD2)), kcache, [row, past, HD2])
-                    pl.store(pl.tile.slice(vt, [j, 0], shape=(1, HD)), vcache, [row, past, 0])
-            q = qr
-            # One token, flash-decoding style: per KV head one task that streams its keys and
-            # values in tiles of BP cache positions (read in place) for its G query heads, with
-            # an online softmax (running max m, denominator den and output acc, rescaled by
-            # exp(m_old - m_new) when a tile raises the max). One task where the composite
-            # softmax over a run-time row length took six; its sums come in another order,
-            # within the softmax's bound.
-            qg = pl.reshape(q, shape=(KV, G, HD))
-            og = pl.empty(shape=(KV, G, HD), dtype=pl.f32)
-            if SPLIT > 1 and kcache.shape[1] >= SPLIT_MIN:
-                # Long contexts, when the KV heads do not divide evenly over the threads: each
-                # head's positions in SPLIT chunks of whole tiles, one task each, whose partial
-                # (acc, m, den) a task per head merges as the online softmax merges a tile.
-                cl = (kcache.shape[1] + SPLIT * BP - 1) // (SPLIT * BP) * BP
-                part = pl.empty(shape=(KV, SPLIT, G, HD + 2), dtype=pl.f32)
-                for kh in pl.range(0, KV, parallel=True):
-                    for c0 in pl.range(0, SPLIT * cl, cl, parallel=True):
-                        with pl.incore():
-                            qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
-                            m = pl.full(NEG_INF, shape=(G, 1))
-                            den = pl.full(0.0, shape=(G, 1))
-                            acc = pl.full(0.0, shape=(G, HD))
-                            for p0 in pl.range(c0, pl.min(c0 + cl, kcache.shape[1]), BP):
-                                kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
-                                vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
-                                sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
-                                m, den, acc = attend(sc, vt, m, den, acc)
-                            pl.store(acc, part, [kh, c0 // cl, 0, 0])
-                            pl.store(m, part, [kh, c0 // cl, 0, HD])
-                            pl.store(den, part, [kh, c0 // cl, 0, HD + 1])
-                for kh in pl.range(0, KV, parallel=True):
-                    with pl.incore():
-                        acc = pl.load(part, [kh, 0, 0, 0], shape=(G, HD))
-                        m = pl.load(part, [kh, 0, 0, HD], shape=(G, 1))
-                        den = pl.load(part, [kh, 0, 0, HD + 1], shape=(G, 1))
-                        for c in pl.range(1, SPLIT, unroll=True):
-                            ac = pl.load(part, [kh, c, 0, 0], shape=(G, HD))
-                            mc = pl.load(part, [kh, c, 0, HD], shape=(G, 1))
-                            dc = pl.load(part, [kh, c, 0, HD + 1], shape=(G, 1))
-                            mn = pl.tile.max(m, mc)
-                            alpha = pl.tile.exp(pl.tile.sub(m, mn))
-                            beta = pl.tile.exp(pl.tile.sub(mc, mn))
-                            den = pl.tile.add(pl.tile.mul(den, alpha), pl.tile.mul(dc, beta))
-                            acc = pl.tile.add(pl.tile.row_expand_mul(acc, alpha),
-                                              pl.tile.row_expand_mul(ac, beta))
-                            m = mn
-                        pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
-            else:
-                for kh in pl.range(0, KV, parallel=True):
-                    with pl.incore():
-                        qt = pl.load(qg, [kh, 0, 0], shape=(G, HD))
-                        m = pl.full(NEG_INF, shape=(G, 1))
-                        den = pl.full(0.0, shape=(G, 1))
-                        acc = pl.full(0.0, shape=(G, HD))
-                        for p0 in pl.range(0, kcache.shape[1], BP):
-                            kt = pl.load(kcache, [l * KV + kh, p0, 0], shape=(BP, HD))
-                            vt = pl.load(vcache, [l * KV + kh, p0, 0], shape=(BP, HD))
-                            sc = pl.tile.mul(pl.tile.matmul(qt, kt, transpose_b=True), SCALE)
-                            m, den, acc = attend(sc, vt, m, den, acc)
-                        pl.store(pl.tile.row_expand_div(acc, den), og, [kh, 0, 0])
-            o = pl.reshape(og, shape=(TOKENS, QD))
-        else:  # T tokens, causal over the past
-            # RoPE of the query and key heads and the append of the keys and values to the
-            # caches as tiles, as in the decode step: per block of BQ tokens one task that reads
-            # each head's [BQ, HD / 2] halves in place and writes the roped queries head-major
-            # (the attention's layout) and the keys and values at rows past + t0.. of the caches.
-            # At tensor level RoPE, the transposes and the appends took ~40 tasks a layer.
-            q2 = pl.reshape(q, shape=(TOKENS, QD))
-            k2 = pl.reshape(k, shape=(TOKENS, KVD))
-            qh = pl.empty(shape=(H, TOKENS, HD), dtype=pl.f32)
-            for b0 in pl.range(0, t, BQ, parallel=True):
-                with pl.incore():
-                    c1 = pl.load(cos, [b0, 0], shape=(BQ, HD2))
-                    c2 = pl.load(cos, [b0, HD2], shape=(BQ, HD2))
-                    s1 = pl.load(sin, [b0, 0], shape=(BQ, HD2))
-                    s2 = pl.load(sin, [b0, HD2], shape=(BQ, HD2))
-                    for j in pl.range(0, H):
-                        y1, y2 = rope(pl.load(q2, [b0, j * HD], shape=(BQ, HD2)),
-                                      pl.load(q2, [b0, j * HD + HD2], shape=(BQ, HD2)),
-                                      c1, c2, s1, s2, True)
-                        pl.store(y1, qh, [j, b0, 0])
-                        pl.store(y2, qh, [j, b0, HD2])
-                    for j in pl.range(0, KV):
-                        y1, y2 = rope(pl.load(k2, [b0, j * HD], shape=(BQ, HD2)),
-                                      pl.load(k2, [b0, j * HD + HD2], shape=(BQ, HD2)),
-                                      c1, c2, s1, s2, True)
-                        vr = pl.load(v, [b0, j * HD], shape=(BQ, HD))
-                        if KV_F16:  # the cache's rounding, once
-                            y1 = pl.tile.cast(y1, dtype=pl.f16)
-                            y2 = pl.tile.cast(y2, dtype=pl.f16)
-                            vr = pl.tile.cast(vr, dtype=pl.f16)
-                        pl.store(y1, kcache, [l * KV + j, past + b0, 0])
-                        pl.store(y2, kcache, [l * KV + j, past + b0, HD2])
-                        pl.store(vr, vcache, [l * KV + j, past + b0, 0])
-            # Causal attention, flash style: per query head and block of BQ tokens one task
-            # that streams the keys and values of its KV head in tiles of BP positions (read in
-            # place) up to its last token's position, with the online softmax of the decode
-            # step; the diagonal's tiles are masked (tile.causal_mask), the tiles past it never
-            # read: half the work of the whole [T, P] scores at P = T.
-            o = pl.empty(shape=(TOKENS, QD), dtype=pl.f32)
-            for hq in pl.range(0, H, parallel=True):
-                for t0 in pl.range(0, t, BQ, parallel=True):
-                    with pl.incore():
-                        qt = pl.load(qh, [hq, t0, 0], shape=(BQ, HD))
-                        m = pl.full(NEG_INF, shape=(BQ, 1))
-                        den = pl.full(0.0, shape=(BQ, 1))
-                        acc = pl.full(0.0, shape=(BQ, HD))
-                        row = l * KV + hq // G
-                        for p0 in pl.range(0, pl.min(past + t0 + BQ, kcache.shape[1]), BP):
-                            kb = pl.load(kcache, [row, p0, 0], shape=(BP, HD))
-                            vb = pl.load(vcache, [row, p0, 0], shape=(BP, HD))
-                            sc = pl.tile.causal_mask(
-                                pl.tile.mul(pl.tile.matmul(qt, kb, transpose_b=True), SCALE),
-                                past + t0 - p0)
-                            m, den, acc = attend(sc, vb, m, den, acc)
-                        pl.store(pl.tile.row_expand_div(acc, den), o, [t0, hq * HD])
-        if TP > 1:  # every rank's heads, in rank order (the heads' order)
-            o = gather_ranks(o, QD)
-        a = project(o, wo, l * DO, DO, QDI, W_QD)
-        if TP > 1:  # every rank's outputs
-            a = gather_ranks(a, DO)
-        x = x + a
+        x = x + attention(h, cos, sin, wq, wk, wv, q_norm, k_norm, wo, kcache, vcache, l, t, past)
         h = pl.rmsnorm(x, pl.slice(ffn_norm, [l * D], shape=(D,)), eps=EPS)
-        g = project(h, wg, l * F, F, D, W_D)
-        u = project(h, wu, l * F, F, D, W_D)
-        m = pl.swiglu(g, u)
-        if TP > 1:
-            m = gather_ranks(m, F)
-        f = project(m, wd, l * DO, DO, FI, W_F)
-        if TP > 1:
-            f = gather_ranks(f, DO)
-        x = x + f
+        x = x + mlp(h, wg, wu, wd, l)
     if ALL_LOGITS or DECODE:
         last = x
     else:
