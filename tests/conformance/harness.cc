@@ -6,10 +6,18 @@
 
 #include <cmath>
 
-#include "tests/common/half.h"
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+
+#include <unistd.h>
+
+#include "support/hash.h"
+#include "tests/common/half.h"
 
 namespace ptox::conformance {
 namespace {
@@ -244,6 +252,109 @@ std::string CompareOutput(const Spec& spec, const std::vector<ParamInfo>& params
   return out.str();
 }
 
+// The interpreter's run of a program on given inputs is kept in the compile cache's folder
+// ($PTOX_CACHE_DIR/conformance-interp): each program of the catalogue is checked on every CPU
+// target (three under QEMU on Arm, where the interpreter takes most of a test's time) against
+// the same reference. The key holds the program, the run's configuration, the inputs and this
+// test binary's identity, so a rebuilt interpreter never meets an old reference. Only clean
+// runs are kept (guards intact); anything unreadable is a miss.
+std::string InterpRefPath(const Spec& spec, const RunConfig& config, const Side& side) {
+  const char* dir = std::getenv("PTOX_CACHE_DIR");
+  if (dir == nullptr || *dir == 0) return "";
+  static const std::string binary = [] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    const auto size = fs::file_size(exe, ec);
+    const auto time = fs::last_write_time(exe, ec).time_since_epoch().count();
+    return exe.string() + ":" + std::to_string(size) + ":" + std::to_string(time);
+  }();
+  std::string key = binary + "\n" + spec.name + "\n" + Describe(config) + "\n" +
+                    spec.program.ToText();
+  for (size_t i = 0; i < side.args.size(); ++i) {
+    if (side.tensors[i]) {
+      key += side.tensors[i]->span();
+      continue;
+    }
+    std::visit([&key](const auto& v) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Tensor>)
+        key.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }, side.args[i]);
+  }
+  return std::string(dir) + "/conformance-interp/" + HashHex(key);
+}
+
+// Fills `side` and `status` from a kept reference; false when there is none (or it does not fit).
+bool LoadInterpRef(const std::string& path, Side& side, Status& status) {
+  std::ifstream in(path, std::ios::binary);
+  if (path.empty() || !in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  size_t at = 0;
+  auto take = [&](size_t n) -> std::string_view {
+    if (data.size() - at < n) throw std::out_of_range("short");
+    at += n;
+    return std::string_view(data).substr(at - n, n);
+  };
+  auto take_size = [&] {
+    uint64_t n;
+    std::memcpy(&n, take(sizeof n).data(), sizeof n);
+    return static_cast<size_t>(n);
+  };
+  try {
+    const auto code = static_cast<StatusCode>(take_size());
+    const std::string message(take(take_size()));
+    std::vector<std::string_view> spans;
+    for (const auto& t : side.tensors) {
+      if (!t) continue;
+      spans.push_back(take(take_size()));
+      if (spans.back().size() != t->span().size()) return false;
+    }
+    if (at != data.size()) return false;
+    size_t k = 0;
+    for (auto& t : side.tensors)
+      if (t) t->set_span(spans[k++]);
+    status = code == StatusCode::kOk ? Status() : Status(code, message);
+  } catch (const std::out_of_range&) {
+    return false;
+  }
+  return true;
+}
+
+void SaveInterpRef(const std::string& path, const Side& side, const Status& status) {
+  if (path.empty()) return;
+  for (const auto& t : side.tensors)
+    if (t && !t->GuardsIntact()) return;
+  std::string data;
+  auto put = [&data](std::string_view s) {
+    const uint64_t n = s.size();
+    data.append(reinterpret_cast<const char*>(&n), sizeof n);
+    data += s;
+  };
+  const uint64_t code = static_cast<uint64_t>(status.code());
+  data.append(reinterpret_cast<const char*>(&code), sizeof code);
+  put(status.message());
+  for (const auto& t : side.tensors)
+    if (t) put(t->span());
+  // Written aside and renamed: a concurrent test reads the whole reference or none.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::ofstream(tmp, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+Status RunInterp(const Spec& spec, const RunConfig& config, Side& ref) {
+  const std::string path = InterpRefPath(spec, config, ref);
+  Status status;
+  if (LoadInterpRef(path, ref, status)) return status;
+  status = Run(spec.program, ref.args, {.target = "interp"});
+  SaveInterpRef(path, ref, status);
+  return status;
+}
+
 }  // namespace
 
 void CheckConforms(const Spec& spec, const RunConfig& config, const std::string& target) {
@@ -258,7 +369,7 @@ void CheckConforms(const Spec& spec, const RunConfig& config, const std::string&
     got_hash.push_back(got.tensors[i] ? got.tensors[i]->Hash() : 0);
   }
 
-  const Status sr = Run(spec.program, ref.args, {.target = "interp"});
+  const Status sr = RunInterp(spec, config, ref);
   const Status sg = Run(spec.program, got.args, {.target = target});
   if (config.expect_runtime_error) {
     EXPECT_EQ(sr.code(), StatusCode::kRuntime) << "interp: " << sr.message();

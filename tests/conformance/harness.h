@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ptox/builder.h"
@@ -64,6 +66,11 @@ class GuardedTensor {
   uint64_t Hash() const;
   // Data bytes that are no element (stride gaps); they must never change.
   bool GapsEqual(const GuardedTensor& other) const;
+  // The bytes the view covers (elements and stride gaps), without guards and alignment slack.
+  std::string_view span() const {
+    return {reinterpret_cast<const char*>(bytes_.data()) + data_, span_};
+  }
+  void set_span(std::string_view b) { std::memcpy(bytes_.data() + data_, b.data(), span_); }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   std::vector<uint8_t>& bytes() { return bytes_; }
 
