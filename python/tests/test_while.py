@@ -18,7 +18,7 @@ def halve_tiles(x: pl.In["N", 16, pl.f32], y: pl.Out["N", 16, pl.f32], n: pl.ind
     for i in pl.range(0, x.shape[0], 8, parallel=True):
         with pl.incore():
             t = pl.load(x, [i, 0], shape=(8, 16))
-            k = 0
+            k = n * 0  # an index value (a bare constant is an operand, not a value)
             go = k < n
             if go:
                 go = pl.tile.extract(pl.tile.row_max(t), [0, 0]) > 1.0
@@ -56,10 +56,11 @@ def test_tile_while_matches_numpy(target, n):
 
 @ptox.jit
 def repeat_scale(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
-    """A tensor-level while carrying a tensor and a scalar counter: y = y * 0.5 + x, n times."""
+    """A tensor-level while carrying a tensor, an index and an f32 scalar: y = y * 0.5 + x and
+    s = s * 0.5, n times, from s = n."""
     y = x
-    i = 0
-    s = 1.0
+    i = n * 0
+    s = pl.cast(n, dtype=pl.f32)
     while i < n:
         y = y * 0.5 + x
         s = s * 0.5
@@ -71,7 +72,7 @@ def repeat_scale(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32
 @pytest.mark.parametrize("n", [0, 1, 2, 7])
 def test_tensor_while_matches_numpy(target, n):
     x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(3, 8)
-    want, s = x.copy(), np.float32(1.0)
+    want, s = x.copy(), np.float32(n)
     for _ in range(n):
         want = want * np.float32(0.5) + x
         s = s * np.float32(0.5)
@@ -80,7 +81,7 @@ def test_tensor_while_matches_numpy(target, n):
 
 def test_zero_trips_give_the_inits_and_check_passes():
     x = np.arange(24, dtype=np.float32).reshape(3, 8)
-    np.testing.assert_array_equal(repeat_scale(x, 0, target="cpu", check=True), x)
+    np.testing.assert_array_equal(repeat_scale(x, 0, target="cpu", check=True), x * 0)
     y = np.zeros((8, 16), np.float32)
     halve_tiles(np.full((8, 16), 5.0, np.float32), y, 0, target="cpu", check=True)
     np.testing.assert_array_equal(y, np.full((8, 16), 5.0, np.float32))
@@ -115,7 +116,7 @@ def test_while_errors_are_compile_errors_at_their_line():
     assert position(forever, 1, "True") in str(e.value), str(e.value)
 
     def with_else(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
-        i = 0
+        i = n * 0
         while i < n:
             i = i + 1
         else:
@@ -127,7 +128,7 @@ def test_while_errors_are_compile_errors_at_their_line():
     assert position(with_else, 2, "while") in str(e.value), str(e.value)
 
     def not_bool(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
-        i = n
+        i = n + 1
         while i:
             i = i - 1
         return x
@@ -137,7 +138,7 @@ def test_while_errors_are_compile_errors_at_their_line():
     assert position(not_bool, 2, "i:") in str(e.value), str(e.value)
 
     def breaks(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
-        i = 0
+        i = n * 0
         while i < n:
             break
         return x
