@@ -85,6 +85,13 @@ class FunctionBuilder {
                        const std::function<std::vector<Operand>(Val, const std::vector<Val>&)>& body,
                        LoopKind kind = LoopKind::kSequential);
 
+  // while iter(carried = inits) { cond(carried) } do { body(carried) }: a sequential loop that
+  // runs `body` (returning the next carried values) while `cond` (returning a bool scalar, e.g.
+  // Op("arith.lt", {i, n})) holds; returns the carried values the condition failed on.
+  std::vector<Val> While(std::vector<Operand> inits,
+                         const std::function<Operand(const std::vector<Val>&)>& cond,
+                         const std::function<std::vector<Operand>(const std::vector<Val>&)>& body);
+
   // Makes this an incore function: its body is the inside of its callers' incore scopes (tile
   // ops without an incore scope of their own); it is called only inside incore scopes.
   void IncoreFunction();

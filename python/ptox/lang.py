@@ -284,20 +284,80 @@ class _Builder(ast.NodeVisitor):
             self.ret(s)
         elif isinstance(s, ast.For):
             self.loop(s)
+        elif isinstance(s, ast.While):
+            self.while_(s)
         elif isinstance(s, ast.With):
             self.with_(s)
         elif isinstance(s, ast.If):
             self.if_(s)
         elif isinstance(s, ast.Pass):
             pass
-        elif isinstance(s, (ast.Break, ast.Continue, ast.While)):
+        elif isinstance(s, (ast.Break, ast.Continue)):
             word = type(s).__name__.lower()
             self.fail(s, f"`{word}` is not supported: a ptox loop runs the trip count its "
-                         "pl.range gives (compute the count first, or guard the rest of the body "
-                         "with an if over a scalar)")
+                         "pl.range gives, a while loop until its condition fails (compute the "
+                         "count first, put the exit into the while's condition, or guard the rest "
+                         "of the body with an if over a scalar)")
         else:
             self.fail(s, f"{type(s).__name__} statements are not part of the ptox language (it has "
-                         "assignments, return, for over pl.range, if, with pl.incore())")
+                         "assignments, return, for over pl.range, while, if, with pl.incore())")
+
+    def while_(self, s):
+        """`while c:` over a scalar condition: sequential. As in a for loop, names defined before
+        the loop and assigned in its body are carried (the condition and the body read the
+        current trip's values) and after the loop the name is the loop's result."""
+        if s.orelse:
+            self.fail(s, "a while loop has no else")
+        static = self.const(s.test)
+        if static is not None:
+            if static:
+                self.fail(s.test, "this while's condition is a constant that holds: ptox has no "
+                                  "break, so the loop would never end (loop over a scalar the "
+                                  "body changes)")
+            return  # never runs
+        carried = [n for n in _assigned(s.body) if n in self.env]
+        bind, inits, params, results = {}, [], [], []
+        for n in carried:
+            inits.append(str(self.env[n]))
+            param = _Value(self.fresh(n), self.env[n].kind)
+            params.append(param)
+            bind[n] = param
+            results.append(_Value(self.fresh(n), self.env[n].kind))
+        head = "while"
+        if carried:
+            head = (", ".join(str(r) for r in results) + " = while iter(" +
+                    ", ".join(f"{p} = {i}" for p, i in zip(params, inits)) + ")")
+        self.emit(s, head + " {")
+        yield_line = ("yield " + ", ".join(str(p) for p in params) + "\n" if carried else "")
+        # The type probe closes a partial condition block with a condition of its own.
+        probe = self.fresh("probe_cond")
+        self.closers.append(f"%{probe} = arith.eq 0, 0\ncondition %{probe}\n}} do {{\n"
+                            + yield_line + "}")
+        saved = dict(self.env)
+        self.env.update(bind)
+        self.depth += 1
+        test = s.test
+        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it: drop them
+            rest = [v for v in test.values if self.const(v) is None]
+            if len(rest) == 1:
+                test = rest[0]
+        cond = self.operand(test)
+        if cond.startswith("%") and self.type_of(s.test, cond) not in (None, "bool"):
+            self.fail(s.test, f"the condition of a while is a bool scalar (a comparison), not "
+                              f"{self.type_of(s.test, cond)}")
+        self.emit(s, "condition " + cond)
+        self.depth -= 1
+        self.env = saved
+        self.closers.pop()
+        self.emit(s, "} do {")
+        self.closers.append(yield_line + "}")
+        yields = self.scoped(s.body, bind, carried)
+        self.closers.pop()
+        if carried:
+            self.emit(s, "  yield " + ", ".join(yields))
+        self.emit(s, "}")
+        for n, r in zip(carried, results):
+            self.env[n] = r
 
     def ret(self, s):
         if self.helper:
@@ -1078,7 +1138,7 @@ def _assigned(stmts):
         elif isinstance(s, ast.If):
             for n in _assigned(s.body) + _assigned(s.orelse):
                 add(n)
-        elif isinstance(s, ast.For):
+        elif isinstance(s, (ast.For, ast.While)):
             for n in _assigned(s.body):
                 add(n)
     return names

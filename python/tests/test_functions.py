@@ -175,7 +175,7 @@ def test_wrong_argument_count_is_an_error_at_the_call():
         wrong.ir()
 
 
-def test_break_and_while_are_clear_errors():
+def test_break_is_a_clear_error():
     @ptox.jit
     def breaks(x: pl.In[8, 16, pl.f32], y: pl.Out[8, 16, pl.f32], n: pl.index):
         for i in pl.range(0, n, 1):

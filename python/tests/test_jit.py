@@ -100,7 +100,7 @@ def test_an_ill_typed_expression_is_reported_at_its_python_line():
 
 
 @pytest.mark.parametrize("body,message", [
-    ("    while True:\n        pass\n", "`while` is not supported"),
+    ("    while True:\n        pass\n", "ptox has no break, so the loop would never end"),
     ("    return zz\n", "'zz' is not defined"),
     ("    return print(x)\n", "only pl.* ops"),
     ("    return pl.nonexistent(x)\n", "pl.nonexistent is no ptox op"),

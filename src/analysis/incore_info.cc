@@ -61,6 +61,15 @@ class Walker {
         for (const ir::Value& v : f.results()) Def(v);
         break;
       }
+      case ir::StmtKind::kWhile: {  // offsets over its carried values are whole dims
+        const auto& w = ir::As<ir::WhileStmt>(s);
+        for (const ir::Operand& i : w.inits()) Use(i);
+        for (const ir::Value& v : w.iter_args()) Def(v);
+        Block(w.cond_body());
+        Block(w.body());
+        for (const ir::Value& v : w.results()) Def(v);
+        break;
+      }
       case ir::StmtKind::kIf: {
         const auto& i = ir::As<ir::IfStmt>(s);
         Use(i.cond());

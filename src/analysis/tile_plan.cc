@@ -150,6 +150,20 @@ class Liveness {
         for (const auto& r : f.results()) Use(r, last);
         break;
       }
+      case ir::StmtKind::kWhile: {  // as a for, without taking over buffers
+        const auto& w = ir::As<ir::WhileStmt>(s);
+        for (const auto& o : w.inits()) Use(o, at);
+        for (size_t i = 0; i < w.results().size(); ++i) {
+          Def(w.results()[i], at);
+          alias_[w.iter_args()[i].get()] = w.results()[i].get();
+        }
+        nests_.push_back({at, last});
+        Walk(w.cond_body());
+        Walk(w.body());
+        nests_.pop_back();
+        for (const auto& r : w.results()) Use(r, last);  // read by every trip
+        break;
+      }
       case ir::StmtKind::kIf: {
         const auto& i = ir::As<ir::IfStmt>(s);
         for (const auto& r : i.results()) Def(r, at);

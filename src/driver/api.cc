@@ -199,6 +199,12 @@ Result<std::vector<std::pair<std::string, std::string>>> Program::ValueTypes(
         case ir::StmtKind::kIf:
           for (const ir::Value& v : ir::As<ir::IfStmt>(st).results()) add(v);
           break;
+        case ir::StmtKind::kWhile: {
+          const auto& loop = ir::As<ir::WhileStmt>(st);
+          for (const ir::Value& v : loop.iter_args()) add(v);
+          for (const ir::Value& v : loop.results()) add(v);
+          break;
+        }
         case ir::StmtKind::kCall:
           for (const ir::Value& v : ir::As<ir::CallStmt>(st).results()) add(v);
           break;

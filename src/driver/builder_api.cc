@@ -172,6 +172,24 @@ std::vector<Val> FunctionBuilder::For(
   });
 }
 
+std::vector<Val> FunctionBuilder::While(
+    std::vector<Operand> inits, const std::function<Operand(const std::vector<Val>&)>& cond,
+    const std::function<std::vector<Operand>(const std::vector<Val>&)>& body) {
+  return impl_->Guard([&] {
+    auto results = impl_->b.While(
+        Convert(inits),
+        [&](const std::vector<ir::Value>& iters) {
+          std::vector<Val> carried(iters.begin(), iters.end());
+          return Convert(cond(carried));
+        },
+        [&](const std::vector<ir::Value>& iters) {
+          std::vector<Val> carried(iters.begin(), iters.end());
+          return Convert(body(carried));
+        });
+    return std::vector<Val>(results.begin(), results.end());
+  });
+}
+
 std::vector<Val> FunctionBuilder::Call(FunctionBuilder& callee, std::vector<Operand> args) {
   return impl_->Guard([&] {
     Impl& c = *callee.impl_;

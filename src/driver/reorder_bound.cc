@@ -56,6 +56,14 @@ class Walker {
       });
       if (s->kind() == ir::StmtKind::kFor && nested.tensor > 0)
         nested.tensor = Mul(nested.tensor, Trips(ir::As<ir::ForStmt>(*s)), s->span());
+      if (s->kind() == ir::StmtKind::kWhile && nested.tensor > 0) {
+        bool carries_tensor = false;
+        for (const ir::Value& v : ir::As<ir::WhileStmt>(*s).results())
+          carries_tensor |= v->type.is_tensor();
+        PTOX_CHECK(!carries_tensor, s->span())
+            << "the error bound of this while loop's tensor sums depends on its trip count, "
+               "which is only known when the program runs";
+      }
       t.tile = std::max(t.tile, nested.tile);
       t.tensor += nested.tensor;
     }

@@ -115,6 +115,7 @@ class Interpreter {
         case ir::StmtKind::kOp: RunOp(ir::As<ir::OpStmt>(*s)); break;
         case ir::StmtKind::kFor: RunFor(ir::As<ir::ForStmt>(*s)); break;
         case ir::StmtKind::kIf: RunIf(ir::As<ir::IfStmt>(*s)); break;
+        case ir::StmtKind::kWhile: RunWhile(ir::As<ir::WhileStmt>(*s)); break;
         case ir::StmtKind::kIncore: RunBlock(ir::As<ir::IncoreStmt>(*s).body()); break;
         case ir::StmtKind::kYield: return Values(ir::As<ir::YieldStmt>(*s).values());
         case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
@@ -203,6 +204,22 @@ class Interpreter {
       if (__builtin_add_overflow(iv, step, &iv)) break;  // past ub anyway
     }
     Bind(f.results(), carried, "for");
+  }
+
+  // Each trip binds the carried values, runs the condition block (its closing yield is the
+  // condition) and, while it holds, the body (its closing yield: the next carried values).
+  void RunWhile(const ir::WhileStmt& w) {
+    std::vector<RtValue> carried = Values(w.inits());
+    for (;;) {
+      Bind(w.iter_args(), carried, "while");
+      std::vector<RtValue> c = RunBlock(w.cond_body());
+      PTOX_ICHECK(c.size() == 1) << "while: the condition block yields " << c.size() << " values";
+      const Scalar* cond = std::get_if<Scalar>(&c[0]);
+      PTOX_ICHECK(cond != nullptr && cond->dtype == DType::kBool) << "while: condition is not a bool";
+      if (cond->i == 0) break;
+      carried = RunBlock(w.body());
+    }
+    Bind(w.results(), carried, "while");
   }
 
   void RunIf(const ir::IfStmt& s) {

@@ -81,6 +81,22 @@ void Builder::For(Operand lb, Operand ub, Operand step, const std::function<void
       kind);
 }
 
+std::vector<Value> Builder::While(std::vector<Operand> inits, const WhileCond& cond,
+                                  const WhileBody& body) {
+  std::vector<Value> iters, results;
+  for (const Operand& init : inits) {
+    iters.push_back(MakeValue(init.type(), "acc"));
+    results.push_back(MakeValue(init.type()));
+  }
+  Block c = Collect([&] { Current().push_back(YieldStmt::Make({cond(iters)})); });
+  Block b = Collect([&] {
+    std::vector<Operand> yields = body(iters);
+    if (!yields.empty() || !inits.empty()) Current().push_back(YieldStmt::Make(std::move(yields)));
+  });
+  Current().push_back(WhileStmt::Make(iters, std::move(inits), std::move(c), std::move(b), results));
+  return results;
+}
+
 std::vector<Value> Builder::If(Operand cond, const Arm& then_arm, const Arm& else_arm) {
   std::vector<Operand> then_yields;
   Block then_b = Collect([&] {

@@ -35,6 +35,13 @@ class Builder {
   void For(Operand lb, Operand ub, Operand step, const std::function<void(Value iv)>& body,
            LoopKind kind = LoopKind::kSequential);
 
+  // while iter(carried = inits) { cond(carried) } do { body(carried) }: `cond` returns the
+  // condition (a bool scalar), `body` the next carried values; returns the results.
+  using WhileCond = std::function<Operand(const std::vector<Value>& iters)>;
+  using WhileBody = std::function<std::vector<Operand>(const std::vector<Value>& iters)>;
+  std::vector<Value> While(std::vector<Operand> inits, const WhileCond& cond,
+                           const WhileBody& body);
+
   using Arm = std::function<std::vector<Operand>()>;
   // if cond { then } else { else }: each arm returns the values it yields; returns results typed
   // like the then-arm's yields.

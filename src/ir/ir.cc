@@ -54,6 +54,25 @@ std::shared_ptr<const IfStmt> IfStmt::Make(Operand cond, Block then_body, Block 
                                         std::move(else_body), std::move(results), std::move(span));
 }
 
+std::shared_ptr<const WhileStmt> WhileStmt::Make(std::vector<Value> iter_args,
+                                                 std::vector<Operand> inits, Block cond_body,
+                                                 Block body, std::vector<Value> results,
+                                                 Span span) {
+  return std::make_shared<const WhileStmt>(std::move(iter_args), std::move(inits),
+                                           std::move(cond_body), std::move(body),
+                                           std::move(results), std::move(span));
+}
+
+std::shared_ptr<const WhileStmt> WhileStmt::WithBodies(Block cond_body, Block body) const {
+  return Make(iter_args_, inits_, std::move(cond_body), std::move(body), results_, span());
+}
+
+const Operand* WhileStmt::cond() const {
+  if (cond_body_.empty() || cond_body_.back()->kind() != StmtKind::kYield) return nullptr;
+  const auto& vals = As<YieldStmt>(*cond_body_.back()).values();
+  return vals.size() == 1 ? &vals[0] : nullptr;
+}
+
 std::shared_ptr<const IncoreStmt> IncoreStmt::Make(Block body, Span span, Attrs attrs) {
   return std::make_shared<const IncoreStmt>(std::move(body), std::move(span), std::move(attrs));
 }

@@ -140,6 +140,41 @@ class ForStmt final : public Stmt {
   std::vector<Value> results_;
 };
 
+// [%r, ... =] while [iter(%x = init, ...)] { ...; condition %c } do { ...; yield ... }
+// Sequential: each trip runs the condition block (over the carried values and outer values); while
+// its closing `condition` (a bool scalar) holds, runs the body, whose closing yield gives the next
+// carried values. The results are the carried values when the condition fails (the inits when it
+// fails at once). In the IR the condition block ends with a YieldStmt of that one value, so every
+// walk sees the condition as a use; the text form writes it `condition %c`.
+class WhileStmt final : public Stmt {
+ public:
+  static std::shared_ptr<const WhileStmt> Make(std::vector<Value> iter_args,
+                                               std::vector<Operand> inits, Block cond_body,
+                                               Block body, std::vector<Value> results,
+                                               Span span = {});
+  const std::vector<Value>& iter_args() const { return iter_args_; }
+  const std::vector<Operand>& inits() const { return inits_; }
+  // The condition block; it ends with a yield of the condition (a bool scalar).
+  const Block& cond_body() const { return cond_body_; }
+  const Block& body() const { return body_; }
+  const std::vector<Value>& results() const { return results_; }
+  // The condition: the value the condition block's closing yield names (null when it has none).
+  const Operand* cond() const;
+  std::shared_ptr<const WhileStmt> WithBodies(Block cond_body, Block body) const;
+
+  WhileStmt(std::vector<Value> iter_args, std::vector<Operand> inits, Block cond_body, Block body,
+            std::vector<Value> results, Span span)
+      : Stmt(StmtKind::kWhile, std::move(span)), iter_args_(std::move(iter_args)),
+        inits_(std::move(inits)), cond_body_(std::move(cond_body)), body_(std::move(body)),
+        results_(std::move(results)) {}
+
+ private:
+  std::vector<Value> iter_args_;
+  std::vector<Operand> inits_;
+  Block cond_body_, body_;
+  std::vector<Value> results_;
+};
+
 // if %cond { ... yield a } else { ... yield b } -> results
 class IfStmt final : public Stmt {
  public:

@@ -311,10 +311,22 @@ class Parser {
       Expect(TokenKind::kEqual, "',' or '=' after a result name");
     }
     PTOX_CHECK(Is(TokenKind::kIdent), SpanOf(tok_))
-        << "expected a statement (an op, call, for, if, incore, yield or return), got " << DescribeToken(tok_);
+        << "expected a statement (an op, call, for, if, while, incore, yield or return), got " << DescribeToken(tok_);
     Token head = Take();
     if (head.text == "for") return ParseFor(span, results, head);
     if (head.text == "if") return ParseIf(span, results, head);
+    if (head.text == "while") return ParseWhile(span, results, head);
+    if (head.text == "condition") {
+      PTOX_CHECK(results.empty(), span) << "'condition' defines no results";
+      PTOX_CHECK(depth_ == cond_depth_, SpanOf(head))
+          << "'condition' ends the condition block of a while (while { ...; condition %c } do "
+             "{ ... }), not this block";
+      Operand c = ParseOperand("as the condition");
+      PTOX_CHECK(Is(TokenKind::kRBrace), SpanOf(tok_))
+          << "'condition' must be the last statement of the condition block, got "
+          << DescribeToken(tok_) << " after it";
+      return YieldStmt::Make({std::move(c)}, span);
+    }
     if (head.text == "call") return ParseCall(span, results);
     if (head.text == "return") {
       PTOX_CHECK(results.empty(), span) << "'return' defines no results";
@@ -329,13 +341,15 @@ class Parser {
     }
     if (head.text == "incore" || head.text == "yield") {
       PTOX_CHECK(results.empty(), span) << "'" << head.text << "' defines no results";
+      PTOX_CHECK(head.text != "yield" || depth_ != cond_depth_, SpanOf(head))
+          << "a while's condition block ends with 'condition %c', not 'yield'";
       if (head.text == "yield") return YieldStmt::Make(ParseOperandList(head.line), span);
       Attrs attrs;
       if (Is(TokenKind::kLBrace) && StartsAttrs()) attrs = ParseAttrs();
       return IncoreStmt::Make(ParseBlock(head), span, std::move(attrs));
     }
     PTOX_CHECK(head.text.find('.') != std::string_view::npos, SpanOf(head))
-        << "expected a statement (an op, call, for, if, incore, yield or return), got " << DescribeToken(head);
+        << "expected a statement (an op, call, for, if, while, incore, yield or return), got " << DescribeToken(head);
     return ParseOp(span, results, head);
   }
 
@@ -459,6 +473,49 @@ class Parser {
                          std::move(result_values), span);
   }
 
+  // [%r, ... =] while [iter(%x = INIT, ...)] { ...; condition %c } do { ...; yield ... }
+  StmtRef ParseWhile(const Span& span, const std::vector<Token>& results, const Token& head) {
+    std::vector<Token> iter_names;
+    std::vector<Operand> inits;
+    if (IsWord("iter")) {
+      Take();
+      Expect(TokenKind::kLParen, "'(' after 'iter'");
+      do {
+        iter_names.push_back(Expect(TokenKind::kValueName, "a loop-carried value (%name)"));
+        Reserve(iter_names.back());
+        Expect(TokenKind::kEqual, "'=' after the loop-carried value");
+        inits.push_back(ParseOperand("as the initial value"));
+      } while (TryTake(TokenKind::kComma));
+      Expect(TokenKind::kRParen, "',' or ')' after an initial value");
+    }
+    PTOX_CHECK(results.size() == inits.size(), span)
+        << "while carries " << inits.size() << " values but defines " << results.size()
+        << " results";
+    size_t mark = visible_.size();
+    std::vector<Value> iter_args, result_values;
+    for (size_t i = 0; i < inits.size(); ++i)
+      iter_args.push_back(Bind(iter_names[i], inits[i].type()));
+    const int outer_cond = cond_depth_;
+    cond_depth_ = depth_ + 1;  // the block ParseBlock opens next
+    Block cond_body = ParseBlock(head);
+    cond_depth_ = outer_cond;
+    PTOX_CHECK(!cond_body.empty() && cond_body.back()->kind() == StmtKind::kYield, span)
+        << "the condition block of a while must end with 'condition %c'";
+    PTOX_CHECK(IsWord("do"), SpanOf(tok_))
+        << "expected 'do' and the loop body after the condition block of a while, got "
+        << DescribeToken(tok_);
+    Token do_tok = Take();
+    const int saved = cond_depth_;
+    cond_depth_ = -1;
+    Block body = ParseBlock(do_tok);
+    cond_depth_ = saved;
+    CloseScope(mark);
+    for (size_t i = 0; i < inits.size(); ++i)
+      result_values.push_back(Bind(results[i], inits[i].type()));
+    return WhileStmt::Make(std::move(iter_args), std::move(inits), std::move(cond_body),
+                           std::move(body), std::move(result_values), span);
+  }
+
   // [%r, ... =] if COND [-> TYPE, ...] { ... } [else { ... }]
   StmtRef ParseIf(const Span& span, const std::vector<Token>& results, const Token& head) {
     Operand cond = ParseOperand("as the condition");
@@ -540,6 +597,7 @@ class Parser {
   Token tok_;
   std::unordered_map<std::string, std::shared_ptr<const Func>> funcs_;  // parsed so far
   std::unordered_map<std::string_view, NameInfo> names_;  // this function's names
+  int cond_depth_ = -1;  // depth_ of the while condition block being parsed (-1: none)
   std::vector<std::string_view> visible_;                 // names in scope, innermost last
   int depth_ = 0;
 };

@@ -94,6 +94,7 @@ class Printer {
       case StmtKind::kOp: PrintOp(As<OpStmt>(s)); break;
       case StmtKind::kFor: PrintFor(As<ForStmt>(s), depth); break;
       case StmtKind::kIf: PrintIf(As<IfStmt>(s), depth); break;
+      case StmtKind::kWhile: PrintWhile(As<WhileStmt>(s), depth); break;
       case StmtKind::kIncore:
         out_ += "incore";
         PrintAttrs(As<IncoreStmt>(s).attrs());
@@ -173,6 +174,32 @@ class Printer {
     }
     out_ += " {\n";
     PrintBlock(f.body(), depth + 1);
+    Indent(depth);
+    out_ += "}";
+  }
+
+  // [%r, ... =] while [iter(%x = INIT, ...)] { ...; condition %c } do { ...; yield ... }
+  void PrintWhile(const WhileStmt& w, int depth) {
+    if (!w.results().empty()) out_ += Defs(w.results()) + " = ";
+    out_ += "while";
+    if (!w.iter_args().empty()) {
+      out_ += " iter(";
+      for (size_t i = 0; i < w.iter_args().size(); ++i)
+        out_ += (i ? ", " : "") + Def(w.iter_args()[i]) + " = " + Use(w.inits()[i]);
+      out_ += ")";
+    }
+    out_ += " {\n";
+    const Block& c = w.cond_body();
+    const bool closed = !c.empty() && c.back()->kind() == StmtKind::kYield;
+    for (size_t i = 0; i + (closed ? 1 : 0) < c.size(); ++i) PrintStmt(*c[i], depth + 1);
+    if (closed) {  // the condition block's closing yield is its `condition`
+      const auto& v = As<YieldStmt>(*c.back()).values();
+      Indent(depth + 1);
+      out_ += "condition " + Uses(v, 0, v.size()) + "\n";
+    }
+    Indent(depth);
+    out_ += "} do {\n";
+    PrintBlock(w.body(), depth + 1);
     Indent(depth);
     out_ += "}";
   }

@@ -8,6 +8,8 @@
 //   for    - bounds are integer scalars, a constant step is positive, the body ends in a yield
 //            matching the loop-carried values.
 //   if     - the condition is a bool scalar; both arms yield the result types.
+//   while  - the condition block ends with `condition` of a bool scalar; the body ends in a
+//            yield matching the loop-carried values.
 //   incore - not nested in another incore; attributes are known ones.
 //   yield  - only as the last statement of a for / if body, or of a function's (`return`),
 //            matching the loop-carried values, the if's or the function's results.
@@ -81,6 +83,14 @@ std::unordered_map<const ValueNode*, const ValueNode*> MayBeInputs(const Func& f
           if (ys && i < ys->size()) changed |= flow((*ys)[i], l.iter_args()[i]);
           if (i < l.results().size()) changed |= flow(Operand(l.iter_args()[i]), l.results()[i]);
         }
+      } else if (s.kind() == StmtKind::kWhile) {
+        const auto& l = As<WhileStmt>(s);
+        const auto* ys = YieldsOf(l.body());
+        for (size_t i = 0; i < l.inits().size() && i < l.iter_args().size(); ++i) {
+          changed |= flow(l.inits()[i], l.iter_args()[i]);
+          if (ys && i < ys->size()) changed |= flow((*ys)[i], l.iter_args()[i]);
+          if (i < l.results().size()) changed |= flow(Operand(l.iter_args()[i]), l.results()[i]);
+        }
       } else if (s.kind() == StmtKind::kIf) {
         const auto& c = As<IfStmt>(s);
         for (const Block* b : {&c.then_body(), &c.else_body()})
@@ -139,7 +149,7 @@ class Verifier {
   }
 
  private:
-  enum class BlockRole { kFunc, kFor, kIf, kIncore };
+  enum class BlockRole { kFunc, kFor, kIf, kIncore, kWhileCond };
 
   void Define(const Value& v, const Span& span) {
     PTOX_CHECK(defined_.insert(v.get()).second, span)
@@ -162,10 +172,22 @@ class Verifier {
     for (size_t i = 0; i < block.size(); ++i) {
       const Stmt& s = *block[i];
       if (s.kind() == StmtKind::kYield) {
-        const char* what = role == BlockRole::kFunc ? "return" : "yield";
+        const char* what = role == BlockRole::kFunc        ? "return"
+                           : role == BlockRole::kWhileCond ? "condition"
+                                                           : "yield";
         PTOX_CHECK(role != BlockRole::kIncore, s.span()) << "yield outside a for / if body";
         PTOX_CHECK(i + 1 == block.size(), s.span()) << what << " must be the last statement";
         const auto& vals = As<YieldStmt>(s).values();
+        if (role == BlockRole::kWhileCond) {
+          PTOX_CHECK(vals.size() == 1, s.span())
+              << "a while's condition block ends with one condition, got " << vals.size()
+              << " values";
+          Use(vals[0], s.span());
+          PTOX_CHECK(vals[0].type() == Type::Scalar(DType::kBool), s.span())
+              << "while condition must be a bool scalar, got " << vals[0].type().ToString();
+          yielded = true;
+          continue;
+        }
         PTOX_CHECK(vals.size() == yield_types.size(), s.span())
             << what << " carries " << vals.size() << " values, expected " << yield_types.size();
         for (size_t k = 0; k < vals.size(); ++k) {
@@ -179,9 +201,11 @@ class Verifier {
       }
       VerifyStmt(s);
     }
-    PTOX_CHECK(yielded || yield_types.empty(), owner)
-        << (role == BlockRole::kFunc ? "function @" + func_.name + " must end with a return"
-                                     : std::string("body must end with a yield"))
+    PTOX_CHECK(yielded || (yield_types.empty() && role != BlockRole::kWhileCond), owner)
+        << (role == BlockRole::kFunc        ? "function @" + func_.name + " must end with a return"
+            : role == BlockRole::kWhileCond ? std::string("the condition block of a while must end "
+                                                          "with 'condition %c'; it has no condition")
+                                            : std::string("body must end with a yield"))
         << " of " << yield_types.size() << " values";
     PopScope(mark);
   }
@@ -196,6 +220,7 @@ class Verifier {
       case StmtKind::kOp: VerifyOp(As<OpStmt>(s)); break;
       case StmtKind::kFor: VerifyFor(As<ForStmt>(s)); break;
       case StmtKind::kIf: VerifyIf(As<IfStmt>(s)); break;
+      case StmtKind::kWhile: VerifyWhile(As<WhileStmt>(s)); break;
       case StmtKind::kIncore: {
         PTOX_CHECK(incore_depth_ == 0, s.span()) << "incore scopes cannot nest";
         for (const auto& [name, value] : As<IncoreStmt>(s).attrs()) {
@@ -344,6 +369,29 @@ class Verifier {
     VerifyBlock(f.body(), BlockRole::kFor, types, span);
     PopScope(mark);
     for (const Value& r : f.results()) Define(r, span);
+  }
+
+  void VerifyWhile(const WhileStmt& w) {
+    const Span& span = w.span();
+    PTOX_CHECK(w.iter_args().size() == w.inits().size() &&
+                   w.results().size() == w.inits().size(),
+               span)
+        << "while has " << w.inits().size() << " inits, " << w.iter_args().size()
+        << " loop-carried values and " << w.results().size() << " results";
+    std::vector<Type> types;
+    for (size_t i = 0; i < w.inits().size(); ++i) {
+      Use(w.inits()[i], span);
+      const Type& t = w.iter_args()[i]->type;
+      PTOX_CHECK(w.inits()[i].type() == t && w.results()[i]->type == t, span)
+          << "loop-carried value " << i << " types differ";
+      types.push_back(t);
+    }
+    size_t mark = scope_.size();
+    for (const Value& v : w.iter_args()) Define(v, span);
+    VerifyBlock(w.cond_body(), BlockRole::kWhileCond, {}, span);
+    VerifyBlock(w.body(), BlockRole::kFor, types, span);
+    PopScope(mark);
+    for (const Value& r : w.results()) Define(r, span);
   }
 
   void VerifyIf(const IfStmt& s) {

@@ -10,7 +10,7 @@
 namespace ptox::ir {
 
 // Calls fn(block) for each block nested directly in `s`: a for's body, an if's then and else
-// arms, an incore scope's body (none for ops and yields).
+// arms, a while's condition block and body, an incore scope's body (none for ops and yields).
 template <typename Fn>
 void ForEachBody(const Stmt& s, Fn&& fn) {
   switch (s.kind()) {
@@ -18,6 +18,10 @@ void ForEachBody(const Stmt& s, Fn&& fn) {
     case StmtKind::kIf:
       fn(As<IfStmt>(s).then_body());
       fn(As<IfStmt>(s).else_body());
+      break;
+    case StmtKind::kWhile:
+      fn(As<WhileStmt>(s).cond_body());
+      fn(As<WhileStmt>(s).body());
       break;
     case StmtKind::kIncore: fn(As<IncoreStmt>(s).body()); break;
     case StmtKind::kOp:
@@ -45,7 +49,7 @@ void ForEachOp(const Block& block, Fn&& fn) {
 }
 
 // Calls fn(value) for every value `block` and the blocks nested in it define: op results, loop
-// induction variables, iter arguments and results, if results.
+// induction variables, iter arguments and results (for and while), if results.
 template <typename Fn>
 void ForEachDefinition(const Block& block, Fn&& fn) {
   ForEachStmt(block, [&](const Stmt& s) {
@@ -59,6 +63,10 @@ void ForEachDefinition(const Block& block, Fn&& fn) {
     }
     if (s.kind() == StmtKind::kIf)
       for (const Value& v : As<IfStmt>(s).results()) fn(v);
+    if (s.kind() == StmtKind::kWhile) {
+      for (const Value& v : As<WhileStmt>(s).iter_args()) fn(v);
+      for (const Value& v : As<WhileStmt>(s).results()) fn(v);
+    }
     if (s.kind() == StmtKind::kCall)
       for (const Value& v : As<CallStmt>(s).results()) fn(v);
   });
@@ -91,6 +99,9 @@ void ForEachOperand(const Stmt& s, Fn&& fn) {
       break;
     }
     case StmtKind::kIf: fn(As<IfStmt>(s).cond()); break;
+    case StmtKind::kWhile:  // the condition is the condition block's closing yield
+      for (const Operand& o : As<WhileStmt>(s).inits()) fn(o);
+      break;
     case StmtKind::kYield:
       for (const Operand& o : As<YieldStmt>(s).values()) fn(o);
       break;
@@ -112,6 +123,10 @@ StmtRef MapBodies(const StmtRef& s, Fn&& fn) {
     case StmtKind::kIf: {
       const auto& i = As<IfStmt>(*s);
       return IfStmt::Make(i.cond(), fn(i.then_body()), fn(i.else_body()), i.results(), i.span());
+    }
+    case StmtKind::kWhile: {
+      const auto& w = As<WhileStmt>(*s);
+      return w.WithBodies(fn(w.cond_body()), fn(w.body()));
     }
     case StmtKind::kIncore: {
       const auto& in = As<IncoreStmt>(*s);

@@ -70,6 +70,7 @@ std::optional<int64_t> Work(const ir::Block& block) {
         total += *body;
         break;
       }
+      case ir::StmtKind::kWhile: return std::nullopt;  // its trip count is known only at run time
       case ir::StmtKind::kYield: break;
       case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
     }
@@ -97,7 +98,8 @@ bool Chunkable(const ir::ForStmt& f) {
         if (!ir::As<ir::YieldStmt>(*s).values().empty()) return false;
         break;
       case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
-      case ir::StmtKind::kIf: return false;
+      case ir::StmtKind::kIf:
+      case ir::StmtKind::kWhile: return false;
     }
   }
   return true;

@@ -330,6 +330,7 @@ class Converter {
         }
         case ir::StmtKind::kFor:
         case ir::StmtKind::kIf:
+        case ir::StmtKind::kWhile:
           w.Append(MapBodies(s, [this](const ir::Block& b) { return Block(b); }));
           break;
         case ir::StmtKind::kOp: {

@@ -147,6 +147,12 @@ void CountStmt(const ir::Stmt& s, Uses& uses, int delta) {
       if (delta > 0) CountBlock(i.then_body(), uses), CountBlock(i.else_body(), uses);
       break;
     }
+    case ir::StmtKind::kWhile: {
+      const auto& w = ir::As<ir::WhileStmt>(s);
+      for (const auto& o : w.inits()) Count(o, uses, delta);
+      if (delta > 0) CountBlock(w.cond_body(), uses), CountBlock(w.body(), uses);
+      break;
+    }
     case ir::StmtKind::kIncore:
       if (delta > 0) CountBlock(ir::As<ir::IncoreStmt>(s).body(), uses);
       break;
@@ -199,6 +205,9 @@ class Sweeper {
     } else if (s->kind() == ir::StmtKind::kFor) {
       const auto& f = ir::As<ir::ForStmt>(*s);
       r = f.WithBody(Sweep(f.body()));
+    } else if (s->kind() == ir::StmtKind::kWhile) {  // never dead: it may not end (nor trap)
+      const auto& w = ir::As<ir::WhileStmt>(*s);
+      r = w.WithBodies(Sweep(w.cond_body()), Sweep(w.body()));
     } else if (s->kind() == ir::StmtKind::kIf) {
       const auto& i = ir::As<ir::IfStmt>(*s);
       r = ir::IfStmt::Make(i.cond(), Sweep(i.then_body()), Sweep(i.else_body()), i.results(),

@@ -150,6 +150,12 @@ class Folder {
         return ir::IfStmt::Make(Sub(i.cond()), FoldBlock(i.then_body()), FoldBlock(i.else_body()),
                                 i.results(), i.span());
       }
+      case ir::StmtKind::kWhile: {  // folds inside; a condition never folds (bools have no
+                                     // immediates), so the loop itself stays
+        const auto& w = ir::As<ir::WhileStmt>(*s);
+        return ir::WhileStmt::Make(w.iter_args(), Sub(w.inits()), FoldBlock(w.cond_body()),
+                                   FoldBlock(w.body()), w.results(), w.span());
+      }
       case ir::StmtKind::kIncore:
         return ir::As<ir::IncoreStmt>(*s).WithBody(FoldBlock(ir::As<ir::IncoreStmt>(*s).body()));
       case ir::StmtKind::kYield:

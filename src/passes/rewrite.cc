@@ -63,6 +63,12 @@ ir::StmtRef Substitute(const ir::StmtRef& s, const Substitution& subst) {
       return ir::IfStmt::Make(cond[0], Substitute(i.then_body(), subst),
                               Substitute(i.else_body(), subst), i.results(), i.span());
     }
+    case ir::StmtKind::kWhile: {
+      const auto& w = ir::As<ir::WhileStmt>(*s);
+      auto inits = Map(w.inits(), subst, &changed);
+      return ir::WhileStmt::Make(w.iter_args(), inits, Substitute(w.cond_body(), subst),
+                                 Substitute(w.body(), subst), w.results(), w.span());
+    }
     case ir::StmtKind::kIncore: {
       const auto& in = ir::As<ir::IncoreStmt>(*s);
       return in.WithBody(Substitute(in.body(), subst));
@@ -168,6 +174,15 @@ class Cloner {
         ir::Block else_body = Block(i.else_body());
         return ir::IfStmt::Make(cond, std::move(then_body), std::move(else_body),
                                 Fresh(i.results()), Where(i));
+      }
+      case ir::StmtKind::kWhile: {
+        const auto& w = ir::As<ir::WhileStmt>(*s);
+        auto inits = Uses(w.inits());
+        auto iters = Carried(w.iter_args(), inits);
+        ir::Block cond_body = Block(w.cond_body());
+        ir::Block body = Block(w.body());
+        return ir::WhileStmt::Make(iters, inits, std::move(cond_body), std::move(body),
+                                   Carried(w.results(), inits), Where(w));
       }
       case ir::StmtKind::kIncore: {
         const auto& in = ir::As<ir::IncoreStmt>(*s);

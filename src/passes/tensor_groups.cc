@@ -215,6 +215,8 @@ class Grouper {
       for (const auto& r : ir::As<ir::ForStmt>(s).results()) def_index_[r.get()] = i;
     if (s.kind() == ir::StmtKind::kIf)
       for (const auto& r : ir::As<ir::IfStmt>(s).results()) def_index_[r.get()] = i;
+    if (s.kind() == ir::StmtKind::kWhile)
+      for (const auto& r : ir::As<ir::WhileStmt>(s).results()) def_index_[r.get()] = i;
   }
 
   void CountUses(const ir::Block& b) {

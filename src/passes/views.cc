@@ -72,6 +72,10 @@ Use UseOf(const ir::Stmt& s, const ir::ValueNode* v) {
         for (const ir::Operand& o : ir::As<ir::ForStmt>(t).inits())
           if (is_v(o)) use = Use::kEscapes;
         break;
+      case ir::StmtKind::kWhile:
+        for (const ir::Operand& o : ir::As<ir::WhileStmt>(t).inits())
+          if (is_v(o)) use = Use::kEscapes;
+        break;
       case ir::StmtKind::kYield:
         for (const ir::Operand& o : ir::As<ir::YieldStmt>(t).values())
           if (is_v(o)) use = Use::kEscapes;

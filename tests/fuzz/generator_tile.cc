@@ -140,6 +140,9 @@ class TileGen {
     loop.iv = p_.AddValue(Type{Kind::kScalar, DType::kIndex, {}}, "i");
     loop.step_dim = step;
     loop.loop_kind = rng_.Pick(kinds);
+    // A third of the sequential loops print as the equivalent while loop (decided without a
+    // draw, so every seed still makes the program it made before, its loops spelled anew).
+    loop.as_while = loop.loop_kind.empty() && loop.iv % 3 == 0;
     if (symbolic || rng_.Chance(0.5)) {
       loop.ub = p_.AddValue(Type{Kind::kScalar, DType::kIndex, {}}, "n");
       p_.body.push_back(MakeOp("tensor.dim @0, " + std::to_string(axis), {tensor}, {}, loop.ub));

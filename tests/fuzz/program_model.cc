@@ -84,11 +84,31 @@ void Program::PrintBlock(const std::vector<Stmt>& block, int indent, std::string
       out += pad + "}\n";
       continue;
     }
+    const std::string ub =
+        s.ub >= 0 ? Name(s.ub) : std::to_string(dims[s.ub_dim].size);
+    if (s.as_while && s.loop_kind.empty()) {
+      const std::string iv = Name(s.iv);
+      std::string head = pad + iv + "_wr";
+      for (int r : s.results) head += ", " + Name(r);
+      head += " = while iter(" + iv + " = 0";
+      for (size_t k = 0; k < s.carried.size(); ++k)
+        head += ", " + Name(s.carried[k]) + " = " + Name(s.inits[k]);
+      out += head + ") {\n";
+      out += pad + "  " + iv + "_wc = arith.lt " + iv + ", " + ub + "\n";
+      out += pad + "  condition " + iv + "_wc\n";
+      out += pad + "} do {\n";
+      PrintBlock(s.body, indent + 2, out);
+      out += pad + "  " + iv + "_wn = arith.add " + iv + ", " +
+             std::to_string(dims[s.step_dim].size) + "\n";
+      out += pad + "  yield " + iv + "_wn";
+      for (int y : s.yields) out += ", " + Name(y);
+      out += "\n" + pad + "}\n";
+      continue;
+    }
     std::string head = pad;
     for (size_t k = 0; k < s.results.size(); ++k)
       head += (k ? ", " : "") + Name(s.results[k]) + (k + 1 == s.results.size() ? " = " : "");
-    head += "for " + Name(s.iv) + " = 0 to " +
-            (s.ub >= 0 ? Name(s.ub) : std::to_string(dims[s.ub_dim].size)) + " step " +
+    head += "for " + Name(s.iv) + " = 0 to " + ub + " step " +
             std::to_string(dims[s.step_dim].size);
     if (!s.loop_kind.empty()) head += " " + s.loop_kind;
     if (!s.carried.empty()) {
@@ -144,7 +164,7 @@ void CollectOps(const std::vector<Stmt>& block, std::vector<std::string>& out) {
     if (s.form == Stmt::Form::kOp) {
       out.push_back(s.text.substr(0, s.text.find(' ')));
     } else {
-      if (s.form == Stmt::Form::kFor) out.push_back("for");
+      if (s.form == Stmt::Form::kFor) out.push_back(s.as_while ? "while" : "for");
       CollectOps(s.body, out);
     }
   }

@@ -51,6 +51,10 @@ struct Stmt {
   // { body; yield yields }, UB being value `ub` or (ub < 0) the size of DimVar `ub_dim`.
   int iv = -1, ub = -1, ub_dim = -1, step_dim = -1;
   std::string loop_kind;
+  // A sequential kFor printed as the while loop it is: `%iv_wr, [results] = while iter(%iv = 0,
+  // [carried = inits]) { %iv_wc = arith.lt %iv, UB; condition %iv_wc } do { body;
+  // %iv_wn = arith.add %iv, STEP; yield %iv_wn, [yields] }`.
+  bool as_while = false;
   std::vector<int> carried, inits, yields, results;
   std::vector<Stmt> body;  // kFor and kIncore
 };

@@ -180,6 +180,7 @@ void Emitter::Stmt(const ir::Stmt& s, const ir::Block&, int depth) {
     case ir::StmtKind::kOp: Op(ir::As<ir::OpStmt>(s), depth); break;
     case ir::StmtKind::kFor: For(ir::As<ir::ForStmt>(s), depth); break;
     case ir::StmtKind::kIf: If(ir::As<ir::IfStmt>(s), depth); break;
+    case ir::StmtKind::kWhile: While(ir::As<ir::WhileStmt>(s), depth); break;
     case ir::StmtKind::kIncore: Incore(ir::As<ir::IncoreStmt>(s), depth); break;
     case ir::StmtKind::kYield: PTOX_ICHECK(false) << "yield is emitted by its parent"; break;
     case ir::StmtKind::kCall: PTOX_ICHECK(false) << "calls are inlined first (inline-calls)"; break;
@@ -225,6 +226,10 @@ void Emitter::DeferFulls(const ir::Block& body) {
     if (s->kind() == ir::StmtKind::kIf) {
       DeferFulls(ir::As<ir::IfStmt>(*s).then_body());
       DeferFulls(ir::As<ir::IfStmt>(*s).else_body());
+    }
+    if (s->kind() == ir::StmtKind::kWhile) {
+      DeferFulls(ir::As<ir::WhileStmt>(*s).cond_body());
+      DeferFulls(ir::As<ir::WhileStmt>(*s).body());
     }
     if (s->kind() != ir::StmtKind::kFor) continue;
     const auto& f = ir::As<ir::ForStmt>(*s);
@@ -318,6 +323,49 @@ void Emitter::For(const ir::ForStmt& f, int depth) {
       Line(depth, fmt::format("if ({0}_rows < 0) pc::Full(ctx, {0}, {1}, {2});", vars[i],
                               Operand(full.args()[0]), Where(full, "tile.full")));
     }
+}
+
+// A while loop: its carried values and results share one variable (as a for's), declared before
+// a `for (;;)` that binds the carried tensors, runs the condition block, leaves when the condition
+// is false, and runs the body, whose yield assigns the next carried values. In the orchestration
+// the condition is a host scalar (scalars there never depend on what tasks compute), so the host
+// submits each trip's tasks as it goes, as for a sequential for loop.
+void Emitter::While(const ir::WhileStmt& w, int depth) {
+  std::vector<std::string> vars;
+  for (size_t i = 0; i < w.results().size(); ++i) {
+    const std::string v = Name(w.results()[i]);
+    const ir::Type& t = w.results()[i]->type;
+    const ir::Operand& init = w.inits()[i];
+    if (t.is_tensor()) {
+      DeclareTensorRef(depth, w.results()[i], "&" + Operand(init), TensorIdOf(init.value()),
+                       w.span());
+    } else if (t.is_tile()) {
+      Alias(w.iter_args()[i], v);
+      DeclareTile(depth, w.results()[i], v);
+      Line(depth, fmt::format("pc::Assign(ctx, {}, {});", v, Operand(init)));
+    } else {
+      Alias(w.iter_args()[i], v);
+      Line(depth, fmt::format("{} {} = pc::ScalarAs<{}>(ctx, {}, {});", TypeName(t), v,
+                              DTypeEnum(t.dtype()), Operand(init), Where(w, "while")));
+    }
+    vars.push_back(v);
+  }
+  const ir::Operand* cond = w.cond();
+  PTOX_ICHECK(cond != nullptr) << "while without a condition";
+  Line(depth, "for (;;) {");
+  for (size_t i = 0; i < w.iter_args().size(); ++i)
+    if (w.iter_args()[i]->type.is_tensor()) BindTensorRef(depth + 1, w.iter_args()[i], vars[i]);
+  ir::Block cond_body = w.cond_body();
+  cond_body.pop_back();  // its closing yield: the condition
+  Block(cond_body, depth + 1);
+  Line(depth + 1, fmt::format("if (!({})) break;", Operand(*cond)));
+  ir::Block body = w.body();
+  if (!body.empty() && body.back()->kind() == ir::StmtKind::kYield) body.pop_back();
+  Block(body, depth + 1);
+  Yield(w.body(), vars, depth + 1);
+  Line(depth, "}");
+  for (size_t i = 0; i < w.results().size(); ++i)
+    if (w.results()[i]->type.is_tensor()) BindTensorRef(depth, w.results()[i], vars[i]);
 }
 
 // A matmul_acc that accumulates into the carried tile (the K loop of a matmul) writes the loop

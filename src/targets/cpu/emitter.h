@@ -50,6 +50,7 @@ class Emitter {
   void Stmt(const ir::Stmt& s, const ir::Block& block, int depth);
   void Yield(const ir::Block& body, const std::vector<std::string>& targets, int depth);
   void For(const ir::ForStmt& f, int depth);
+  void While(const ir::WhileStmt& w, int depth);
   void AliasInPlaceAccumulators(const ir::ForStmt& f, const std::vector<std::string>& vars);
   // Carried tensors and tensor if-results: rebindable references (codegen.cc).
   void DeclareTensorRef(int depth, const ir::Value& r, const std::string& ptr,

@@ -35,6 +35,11 @@ std::string Emitter::TaskFlops(const ir::Block& body,
       }
       continue;
     }
+    if (s->kind() == ir::StmtKind::kWhile) {  // its trip count is unknown: counted once
+      const auto& w = ir::As<ir::WhileStmt>(*s);
+      sum += " + (" + TaskFlops(w.cond_body(), inside) + ") + (" + TaskFlops(w.body(), inside) + ")";
+      continue;
+    }
     if (s->kind() != ir::StmtKind::kOp) continue;
     const auto& op = ir::As<ir::OpStmt>(*s);
     switch (ir::FamilyOf(op.op())) {

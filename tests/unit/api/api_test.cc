@@ -275,3 +275,32 @@ func @f(%x: in tensor<4x8xf32>, %w: in tensor<8x8xf32>, %n: in index, %y: out te
 
 }  // namespace
 }  // namespace ptox
+
+namespace ptox {
+namespace {
+
+// A while built through the public builder: a tile carried until a counter reaches n.
+TEST(FunctionBuilder, BuildsAWhileLoop) {
+  FunctionBuilder f("halve");
+  Val x = f.Param("x", ParamDirection::kIn, DType::kF32, {int64_t{8}, int64_t{16}});
+  Val y = f.Param("y", ParamDirection::kOut, DType::kF32, {int64_t{8}, int64_t{16}});
+  Val n = f.ScalarParam("n", DType::kIndex);
+  f.Incore([&] {
+    Val t = f.Load(x, {int64_t{0}, int64_t{0}}, 8, 16);
+    std::vector<Val> r = f.While(
+        {int64_t{0}, t}, [&](const std::vector<Val>& c) { return f.Op("arith.lt", {c[0], n}); },
+        [&](const std::vector<Val>& c) {
+          return std::vector<Operand>{f.Op("arith.add", {c[0], int64_t{1}}),
+                                      f.Op("tile.mul", {c[1], 0.5})};
+        });
+    f.Store(r[1], y, {int64_t{0}, int64_t{0}});
+  });
+  auto prog = f.Build();
+  ASSERT_TRUE(prog.ok()) << prog.status().message();
+  const std::string text = prog->ToText();
+  EXPECT_NE(text.find(" = while iter("), std::string::npos) << text;
+  EXPECT_NE(text.find("condition %"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ptox

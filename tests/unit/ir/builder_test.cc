@@ -73,3 +73,37 @@ TEST(Verifier, ConstantOffsetPastStaticDimIsAnError) {
 
 }  // namespace
 }  // namespace ptox::ir
+
+namespace ptox::ir {
+namespace {
+
+// A while built in C++: the condition block closes with `condition`, the body with its yield.
+TEST(Builder, WhilePrintsAndVerifies) {
+  Builder b("halve");
+  Value n = b.Param("n", Direction::kIn, Type::Scalar(DType::kIndex));
+  Value x = b.Param("x", Direction::kIn, Type::Scalar(DType::kF32));
+  std::vector<Value> r = b.While(
+      {Operand::Int(0), x},
+      [&](const std::vector<Value>& c) { return Operand(b.Op(OpCode::kArithLt, {c[0], n})); },
+      [&](const std::vector<Value>& c) {
+        return std::vector<Operand>{b.Op(OpCode::kArithAdd, {c[0], Operand::Int(1)}),
+                                    b.Op(OpCode::kArithMul, {c[1], Operand::Float(0.5)})};
+      });
+  ASSERT_EQ(r.size(), 2u);
+  Func f = b.Finish();
+  EXPECT_EQ(Print(f),
+            "func @halve(%n: in index, %x: in f32) {\n"
+            "  %0, %1 = while iter(%acc = 0, %acc_0 = %x) {\n"
+            "    %2 = arith.lt %acc, %n\n"
+            "    condition %2\n"
+            "  } do {\n"
+            "    %3 = arith.add %acc, 1\n"
+            "    %4 = arith.mul %acc_0, 0.5\n"
+            "    yield %3, %4\n"
+            "  }\n"
+            "}\n");
+  EXPECT_NO_THROW(Verify(f));
+}
+
+}  // namespace
+}  // namespace ptox::ir

@@ -108,7 +108,7 @@ const ErrorCase kCases[] = {
      "e.pto:3:23: error: expected '[' and offsets after the indexed operand of tile.load "
      "(%t[i, j]), got ':'"},
     {"FuncInsideFunc", "func @f() {\n  func @g() {\n  }\n}\n",
-     "e.pto:2:3: error: expected a statement (an op, call, for, if, incore, yield or return), got 'func'"},
+     "e.pto:2:3: error: expected a statement (an op, call, for, if, while, incore, yield or return), got 'func'"},
 };
 
 class ParserErrors : public ::testing::TestWithParam<ErrorCase> {};
