@@ -60,11 +60,9 @@ def test_heads_that_do_not_split_evenly_are_an_error(tiny):
 
 
 def _mpirun(np_, *args, tmp_path):
-    # The ranks compile into the model tests' cache (conftest.py): the one-process step programs
-    # the example checks against are those the decoder tests compile.
     return subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(np_),
                            sys.executable, EXAMPLE, *args], capture_output=True, text=True,
-                          timeout=900, cwd=tmp_path)
+                          timeout=900, env={**os.environ, "PTOX_CACHE_DIR": str(tmp_path / "c")})
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (openmpi-bin)")
