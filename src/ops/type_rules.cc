@@ -44,26 +44,33 @@ class Checker {
     PTOX_CHECK(args_.size() >= n, span_)
         << OpName(op_) << " expects at least " << n << " operands, got " << args_.size();
   }
+  // Operand i; a missing one is an error (an op whose operand count follows from another
+  // operand's type reads that operand first).
+  const Operand& Arg(size_t i) const {
+    PTOX_CHECK(i < args_.size(), span_)
+        << OpName(op_) << " expects at least " << i + 1 << " operands, got " << args_.size();
+    return args_[i];
+  }
   const Type& Tile(size_t i) const {
-    PTOX_CHECK(args_[i].is_value() && args_[i].type().is_tile(), span_)
-        << OpName(op_) << " operand " << i << " must be a tile, got " << Describe(args_[i]);
-    return args_[i].value()->type;
+    PTOX_CHECK(Arg(i).is_value() && Arg(i).type().is_tile(), span_)
+        << OpName(op_) << " operand " << i << " must be a tile, got " << Describe(Arg(i));
+    return Arg(i).value()->type;
   }
   const Type& Tensor(size_t i) const {
-    PTOX_CHECK(args_[i].is_value() && args_[i].type().is_tensor(), span_)
-        << OpName(op_) << " operand " << i << " must be a tensor, got " << Describe(args_[i]);
-    return args_[i].value()->type;
+    PTOX_CHECK(Arg(i).is_value() && Arg(i).type().is_tensor(), span_)
+        << OpName(op_) << " operand " << i << " must be a tensor, got " << Describe(Arg(i));
+    return Arg(i).value()->type;
   }
   void Index(size_t i) const {
-    const Operand& a = args_[i];
+    const Operand& a = Arg(i);
     PTOX_CHECK(a.is_int() || (a.is_value() && a.type().is_scalar() && IsInteger(a.type().dtype())),
                span_)
         << OpName(op_) << " operand " << i << " must be an integer index, got " << Describe(a);
   }
   void Scalar(size_t i, DType want) const {
-    PTOX_CHECK(FitsScalar(args_[i], want), span_)
+    PTOX_CHECK(FitsScalar(Arg(i), want), span_)
         << OpName(op_) << " operand " << i << " must be a " << DTypeName(want) << " scalar, got "
-        << Describe(args_[i]);
+        << Describe(Arg(i));
   }
   void Numeric(const Type& t) const {
     PTOX_CHECK(t.dtype() != DType::kBool && t.dtype() != DType::kIndex, span_)
@@ -75,10 +82,10 @@ class Checker {
   }
   // Second operand of an elementwise binary op: a tile of the same type or a fitting scalar.
   void TileOrScalar(size_t i, const Type& like) const {
-    if (args_[i].is_value() && args_[i].type().is_tile()) {
-      PTOX_CHECK(args_[i].type() == like, span_)
+    if (Arg(i).is_value() && Arg(i).type().is_tile()) {
+      PTOX_CHECK(Arg(i).type() == like, span_)
           << OpName(op_) << " operands must have the same type: " << like.ToString() << " vs "
-          << args_[i].type().ToString();
+          << Arg(i).type().ToString();
     } else {
       Scalar(i, like.dtype());
     }
