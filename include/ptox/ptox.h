@@ -59,8 +59,6 @@ class Program {
  public:
   static Result<Program> Parse(std::string_view text, const std::string& filename = "<input>");
   static Result<Program> FromFile(const std::string& path);
-  // Wraps an IR module built in C++ (see ptox/builder.h); verifies it.
-  static Result<Program> FromModule(ir::Module module);
 
   std::string ToText() const;
   std::vector<std::string> FunctionNames() const;
@@ -71,11 +69,6 @@ class Program {
   // asks when it has to write a type the verifier inferred.
   Result<std::vector<std::pair<std::string, std::string>>> ValueTypes(
       std::string_view function = {}) const;
-  // The module as written (calls included), and its entries: the functions no function calls,
-  // with every call inlined (what runs and compiles).
-  const ir::Module& module() const { return *module_; }
-  const ir::Module& entries() const { return *entries_; }
-
   // Drops the blocks kept for constant inputs (RunOptions::constants) by this program and its
   // copies; call it before changing or freeing a tensor passed as a constant. Waits for runs in
   // progress.
@@ -91,7 +84,10 @@ class Program {
                     const struct RunOptions& options);
   friend Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& rank_args,
                          const struct RunOptions& options, int64_t timeout_ms);
+  friend struct ProgramInternals;  // the IR, for ptox's own code (src/driver/program_ir.h)
   struct Compiled;  // executables compiled for this program, per (function, target)
+  // The module as written (calls included), and its entries: the functions no function calls,
+  // with every call inlined (what runs and compiles).
   std::shared_ptr<const ir::Module> module_, entries_;
   std::shared_ptr<Compiled> compiled_;
 };

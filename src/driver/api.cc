@@ -13,6 +13,7 @@
 #include "driver/cache.h"
 #include "driver/compile.h"
 #include "driver/mpi_comm.h"
+#include "driver/program_ir.h"
 #include "driver/reorder_bound.h"
 #include "interp/comm.h"
 #include "interp/interpreter.h"
@@ -92,7 +93,7 @@ struct Program::Compiled {
   }
 };
 
-Result<Program> Program::FromModule(ir::Module module) {
+Result<Program> ProgramInternals::FromModule(ir::Module module) {
   Program p;
   Status s = Guard([&] {
     ir::Verify(module);
@@ -102,7 +103,7 @@ Result<Program> Program::FromModule(ir::Module module) {
     if (entries.funcs != module.funcs) ir::Verify(entries);
     p.entries_ = std::make_shared<const ir::Module>(std::move(entries));
     p.module_ = std::make_shared<const ir::Module>(std::move(module));
-    p.compiled_ = std::make_shared<Compiled>();
+    p.compiled_ = std::make_shared<Program::Compiled>();
   });
   if (!s.ok()) return s;
   return p;
@@ -112,7 +113,7 @@ Result<Program> Program::Parse(std::string_view text, const std::string& filenam
   ir::Module m;
   Status s = Guard([&] { m = ir::Parse(text, filename); });
   if (!s.ok()) return s;
-  return FromModule(std::move(m));
+  return ProgramInternals::FromModule(std::move(m));
 }
 
 Result<Program> Program::FromFile(const std::string& path) {
@@ -245,10 +246,10 @@ Result<Program> Transform(const Program& program, const TransformOptions& option
         options.after_pass(name, ir::Print(mod));
       };
     }
-    m = passes::RunPipeline(program.module(), options.passes, popts);
+    m = passes::RunPipeline(ProgramInternals::Module(program), options.passes, popts);
   });
   if (!s.ok()) return s;
-  return Program::FromModule(std::move(m));
+  return ProgramInternals::FromModule(std::move(m));
 }
 
 std::vector<std::pair<std::string, std::string>> ListPasses() {
@@ -262,7 +263,7 @@ std::vector<std::string> DefaultPipeline(bool fuse) { return passes::DefaultPipe
 Result<std::string> Compile(const Program& program, const CompileOptions& options) {
   std::string out;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(program.entries(), options.function);
+    const ir::Func* f = Entry(ProgramInternals::Entries(program), options.function);
     const targets::Target& target = targets::GetTarget(options.target);
     const passes::Capabilities caps = CapsFor(target, options.caps);
     const targets::CompiledTarget* compiled = target.compiled();
@@ -308,7 +309,7 @@ Result<double> ReorderBound(const Program& program, std::string_view function,
                             const std::vector<Arg>& args) {
   double bound = 0;
   Status s = Guard([&] {
-    const ir::Func* f = Entry(program.entries(), function);
+    const ir::Func* f = Entry(ProgramInternals::Entries(program), function);
     const int64_t terms = driver::ReorderedTerms(*f, args);
     if (terms == 0) return;
     // A reordered f32 result rounded to a 16-bit output may land on the other side of a
@@ -384,7 +385,7 @@ Status Run(const Program& program, const std::vector<Arg>& args, const RunOption
   return Guard([&] {
     PTOX_CHECK(program.module_ != nullptr, Span{})
         << "the program is empty (make one with Program::Parse, FromFile or FunctionBuilder)";
-    const ir::Func* f = Entry(program.entries(), options.function);
+    const ir::Func* f = Entry(ProgramInternals::Entries(program), options.function);
     PTOX_CHECK(options.num_threads >= 0 && options.num_threads <= kMaxThreads, Span{})
         << "num_threads must be in [0, " << kMaxThreads << "] (0: PTOX_NUM_THREADS or one per "
         << "core), got " << options.num_threads;
@@ -445,7 +446,7 @@ Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& ran
     PTOX_SUPPORTED(options.target == "interp", Span{})
         << "RunRanks simulates ranks on the interpreter only (target \"interp\"), not \""
         << options.target << "\" (docs/distributed.md)";
-    const ir::Func* f = Entry(program.entries(), options.function);
+    const ir::Func* f = Entry(ProgramInternals::Entries(program), options.function);
     for (int r = 0; r < n; ++r) {
       try {
         ir::BindArgs(*f, rank_args[r]);
@@ -455,7 +456,7 @@ Status RunRanks(const Program& program, const std::vector<std::vector<Arg>>& ran
     }
   });
   if (!checked.ok()) return checked;
-  const ir::Func* f = Entry(program.entries(), options.function);
+  const ir::Func* f = Entry(ProgramInternals::Entries(program), options.function);
   interp::SimWorld world(n, std::chrono::milliseconds(timeout_ms));
   std::vector<Status> status(n);
   std::vector<std::thread> threads;

@@ -2,6 +2,7 @@
 // error instead of throwing (no exception crosses the public API).
 #include <algorithm>
 
+#include "driver/program_ir.h"
 #include "ir/builder.h"
 #include "ptox/builder.h"
 
@@ -215,7 +216,7 @@ Result<Program> FunctionBuilder::Build() {
   ir::Module m;
   m.funcs = impl_->callees;
   m.funcs.push_back(impl_->Finished());
-  return Program::FromModule(std::move(m));
+  return ProgramInternals::FromModule(std::move(m));
 }
 
 }  // namespace ptox

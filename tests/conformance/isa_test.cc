@@ -14,6 +14,7 @@
 
 #include "driver/cache.h"
 #include "driver/compile.h"
+#include "driver/program_ir.h"
 #include "harness.h"
 #include "ptox/builder.h"
 #include "ptox/cpu_features.h"
@@ -81,7 +82,7 @@ bool HostRuns(const std::string& target) {
 // Builds the program for `target` through the driver's cache and returns the disassembly of the
 // shared object.
 std::string Disassemble(const std::string& target_name, const Program& prog = ExpAddProgram()) {
-  const ir::Func& func = *prog.module().funcs.back();
+  const ir::Func& func = *ProgramInternals::Module(prog).funcs.back();
   const targets::CompiledTarget* target = targets::GetTarget(target_name).compiled();
   EXPECT_NE(target, nullptr) << target_name << " is no compiled target";
   if (!target) return {};
