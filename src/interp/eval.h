@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "interp/value.h"
 
@@ -33,7 +34,8 @@ void CheckNoPendingRma(const Env& env);
 // Run() that leaves every computed value in `env` (tests inspect tiles, padding included).
 void RunInEnv(const ir::Func& func, const std::vector<Arg>& args, Env& env);
 
-// "tile.add" plus the op's source location when known, for error messages.
-std::string OpWhere(const ir::OpStmt& op);
+// "tile.add (f.pto:3 (in @g, called at f.pto:9:3))": the op's name (or `name`, when the error
+// names the op the user wrote, as an assert does) and its source location when known.
+std::string OpWhere(const ir::OpStmt& op, std::string_view name = {});
 
 }  // namespace ptox::interp

@@ -62,10 +62,7 @@ std::string TextAttr(const ir::OpStmt& op, const char* name, const char* fallbac
 void EvalAssert(const ir::OpStmt& op, const Env& env) {
   if (env.GetScalar(op.args()[0], DType::kBool, OpWhere(op)).i != 0) return;
   const std::string msg = TextAttr(op, "msg", "assertion failed");
-  std::string out = TextAttr(op, "op", "arith.assert");
-  if (op.span().known()) out += " (" + op.span().file + ":" + std::to_string(op.span().line) +
-                                  FormatCallChain(op.span()) + ")";
-  out += ": ";
+  std::string out = OpWhere(op, TextAttr(op, "op", "arith.assert")) + ": ";
   size_t k = 1, from = 0;
   for (size_t at = msg.find("{}"); at != std::string::npos; at = msg.find("{}", from)) {
     out += msg.substr(from, at - from) + std::to_string(env.GetIndex(op.args()[k++]));

@@ -87,8 +87,8 @@ void Env::BindSymbol(const std::string& sym, int64_t size, std::string_view op) 
   symbols_.emplace_back(sym, size);
 }
 
-std::string OpWhere(const ir::OpStmt& op) {
-  std::string s(ir::OpName(op.op()));
+std::string OpWhere(const ir::OpStmt& op, std::string_view name) {
+  std::string s(name.empty() ? ir::OpName(op.op()) : name);
   if (op.span().known()) s += " (" + op.span().file + ":" + std::to_string(op.span().line) +
                                   FormatCallChain(op.span()) + ")";
   return s;

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "ptox/builder.h"
@@ -11,17 +13,24 @@
 namespace ptox {
 namespace {
 
-Result<Program> BuildTileAdd() {
-  FunctionBuilder f("tile_add");
+// c = combine(a, b) over one 128x128 f32 tile: the shape of these tests' programs.
+Result<Program> BuildTileProgram(const std::string& name,
+                                 const std::function<Val(FunctionBuilder&, Val, Val)>& combine) {
+  FunctionBuilder f(name);
   Val a = f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{128}});
   Val b = f.Param("b", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{128}});
   Val c = f.Param("c", ParamDirection::kOut, DType::kF32, {int64_t{128}, int64_t{128}});
   f.Incore([&] {
     Val ta = f.Load(a, {int64_t{0}, int64_t{0}}, 128, 128);
     Val tb = f.Load(b, {int64_t{0}, int64_t{0}}, 128, 128);
-    f.Store(f.Op("tile.add", {ta, tb}), c, {int64_t{0}, int64_t{0}});
+    f.Store(combine(f, ta, tb), c, {int64_t{0}, int64_t{0}});
   });
   return f.Build();
+}
+
+Result<Program> BuildTileAdd() {
+  return BuildTileProgram("tile_add",
+                          [](FunctionBuilder& f, Val a, Val b) { return f.Op("tile.add", {a, b}); });
 }
 
 TEST(FunctionBuilder, BuildsTheSameProgramAsTheText) {
@@ -64,17 +73,8 @@ Result<Program> BuildWithHelper(FunctionBuilder& helper) {
   Val x = helper.TileParam("x", {128, 128, DType::kF32});
   Val y = helper.TileParam("y", {128, 128, DType::kF32});
   helper.Return({helper.Op("tile.add", {helper.Op("tile.exp", {x}), y})});
-  FunctionBuilder f("main");
-  Val a = f.Param("a", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{128}});
-  Val b = f.Param("b", ParamDirection::kIn, DType::kF32, {int64_t{128}, int64_t{128}});
-  Val c = f.Param("c", ParamDirection::kOut, DType::kF32, {int64_t{128}, int64_t{128}});
-  f.Incore([&] {
-    Val ta = f.Load(a, {int64_t{0}, int64_t{0}}, 128, 128);
-    Val tb = f.Load(b, {int64_t{0}, int64_t{0}}, 128, 128);
-    std::vector<Val> r = f.Call(helper, {ta, tb});
-    f.Store(r.at(0), c, {int64_t{0}, int64_t{0}});
-  });
-  return f.Build();
+  return BuildTileProgram(
+      "main", [&](FunctionBuilder& f, Val a, Val b) { return f.Call(helper, {a, b}).at(0); });
 }
 
 TEST(FunctionBuilder, CallsAnotherBuildersFunction) {
