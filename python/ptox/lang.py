@@ -309,6 +309,11 @@ class _Builder(ast.NodeVisitor):
         if s.orelse:
             self.fail(s, "a while loop has no else")
         static = self.const(s.test)
+        if static is None and isinstance(s.test, ast.BoolOp):  # a constant term may decide it
+            terms = [self.const(v) for v in s.test.values]
+            decides = isinstance(s.test.op, ast.Or)  # `True or x` holds, `False and x` fails
+            if any(t is not None and bool(t) == decides for t in terms):
+                static = decides
         if static is not None:
             if static:
                 self.fail(s.test, "this while's condition is a constant that holds: ptox has no "
@@ -337,7 +342,7 @@ class _Builder(ast.NodeVisitor):
         self.env.update(bind)
         self.depth += 1
         test = s.test
-        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it: drop them
+        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it (above): drop them
             rest = [v for v in test.values if self.const(v) is None]
             if len(rest) == 1:
                 test = rest[0]
@@ -471,11 +476,16 @@ class _Builder(ast.NodeVisitor):
         types, known only once that arm is written: until the if is complete its header and the
         then-arm's yield stay drafts the type probe reads without results."""
         static = self.const(s.test)
+        if static is None and isinstance(s.test, ast.BoolOp):  # a constant term may decide it
+            terms = [self.const(v) for v in s.test.values]
+            decides = isinstance(s.test.op, ast.Or)  # `True or x` holds, `False and x` fails
+            if any(t is not None and bool(t) == decides for t in terms):
+                static = decides
         if static is not None:  # over a compile-time constant: only the arm taken is compiled
             self.body(s.body if static else s.orelse)
             return
         test = s.test
-        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it: drop them
+        if isinstance(test, ast.BoolOp):  # its constant terms do not decide it (above): drop them
             rest = [v for v in test.values if self.const(v) is None]
             if len(rest) == 1:
                 test = rest[0]

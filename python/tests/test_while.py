@@ -100,6 +100,33 @@ def test_a_false_constant_condition_compiles_nothing():
     np.testing.assert_array_equal(f(x, target="interp"), x)
 
 
+DEBUG = False
+
+
+def test_a_constant_term_that_decides_the_condition_decides_the_loop():
+    @ptox.jit
+    def never(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
+        y = x
+        i = n * 0
+        while DEBUG and i < n:  # `False and ...` fails: no loop
+            y = y * 2.0
+            i = i + 1
+        return y
+
+    assert "while" not in never.ir()
+    x = np.ones((2, 8), np.float32)
+    np.testing.assert_array_equal(never(x, 3, target="interp"), x)
+
+    def forever(x: pl.In["N", 8, pl.f32], n: pl.index) -> pl.Out["N", 8, pl.f32]:
+        i = n * 0
+        while not DEBUG or i < n:  # `True or ...` holds: the loop would never end
+            i = i + 1
+        return x
+
+    with pytest.raises(ptox.CompileError, match="ptox has no break"):
+        ptox.jit(forever).ir()
+
+
 def position(fn, line_offset, text):
     lines, first = inspect.getsourcelines(fn)
     return f"{fn.__code__.co_filename}:{first + line_offset}:{lines[line_offset].index(text) + 1}"
