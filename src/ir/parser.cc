@@ -444,17 +444,7 @@ class Parser {
     }
     std::vector<Token> iter_names;
     std::vector<Operand> inits;
-    if (IsWord("iter")) {
-      Take();
-      Expect(TokenKind::kLParen, "'(' after 'iter'");
-      do {
-        iter_names.push_back(Expect(TokenKind::kValueName, "a loop-carried value (%name)"));
-        Reserve(iter_names.back());
-        Expect(TokenKind::kEqual, "'=' after the loop-carried value");
-        inits.push_back(ParseOperand("as the initial value"));
-      } while (TryTake(TokenKind::kComma));
-      Expect(TokenKind::kRParen, "',' or ')' after an initial value");
-    }
+    ParseIter(iter_names, inits);
     PTOX_CHECK(results.size() == inits.size(), span)
         << "for carries " << inits.size() << " values but defines " << results.size() << " results";
     size_t mark = visible_.size();
@@ -473,21 +463,25 @@ class Parser {
                          std::move(result_values), span);
   }
 
+  // A loop's optional `iter(%x = INIT, ...)`: the carried values' names and their inits.
+  void ParseIter(std::vector<Token>& names, std::vector<Operand>& inits) {
+    if (!IsWord("iter")) return;
+    Take();
+    Expect(TokenKind::kLParen, "'(' after 'iter'");
+    do {
+      names.push_back(Expect(TokenKind::kValueName, "a loop-carried value (%name)"));
+      Reserve(names.back());
+      Expect(TokenKind::kEqual, "'=' after the loop-carried value");
+      inits.push_back(ParseOperand("as the initial value"));
+    } while (TryTake(TokenKind::kComma));
+    Expect(TokenKind::kRParen, "',' or ')' after an initial value");
+  }
+
   // [%r, ... =] while [iter(%x = INIT, ...)] { ...; condition %c } do { ...; yield ... }
   StmtRef ParseWhile(const Span& span, const std::vector<Token>& results, const Token& head) {
     std::vector<Token> iter_names;
     std::vector<Operand> inits;
-    if (IsWord("iter")) {
-      Take();
-      Expect(TokenKind::kLParen, "'(' after 'iter'");
-      do {
-        iter_names.push_back(Expect(TokenKind::kValueName, "a loop-carried value (%name)"));
-        Reserve(iter_names.back());
-        Expect(TokenKind::kEqual, "'=' after the loop-carried value");
-        inits.push_back(ParseOperand("as the initial value"));
-      } while (TryTake(TokenKind::kComma));
-      Expect(TokenKind::kRParen, "',' or ')' after an initial value");
-    }
+    ParseIter(iter_names, inits);
     PTOX_CHECK(results.size() == inits.size(), span)
         << "while carries " << inits.size() << " values but defines " << results.size()
         << " results";
