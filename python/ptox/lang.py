@@ -321,17 +321,7 @@ class _Builder(ast.NodeVisitor):
                                   "body changes)")
             return  # never runs
         carried = [n for n in _assigned(s.body) if n in self.env]
-        bind, inits, params, results = {}, [], [], []
-        for n in carried:
-            inits.append(str(self.env[n]))
-            param = _Value(self.fresh(n), self.env[n].kind)
-            params.append(param)
-            bind[n] = param
-            results.append(_Value(self.fresh(n), self.env[n].kind))
-        head = "while"
-        if carried:
-            head = (", ".join(str(r) for r in results) + " = while iter(" +
-                    ", ".join(f"{p} = {i}" for p, i in zip(params, inits)) + ")")
+        bind, params, results, head = self.carry(carried, "while")
         self.emit(s, head + " {")
         yield_line = ("yield " + ", ".join(str(p) for p in params) + "\n" if carried else "")
         # The type probe closes a partial condition block with a condition of its own.
@@ -355,14 +345,7 @@ class _Builder(ast.NodeVisitor):
         self.env = saved
         self.closers.pop()
         self.emit(s, "} do {")
-        self.closers.append(yield_line + "}")
-        yields = self.scoped(s.body, bind, carried)
-        self.closers.pop()
-        if carried:
-            self.emit(s, "  yield " + ", ".join(yields))
-        self.emit(s, "}")
-        for n, r in zip(carried, results):
-            self.env[n] = r
+        self.loop_body(s, bind, carried, params, results)
 
     def ret(self, s):
         if self.helper:
@@ -416,19 +399,30 @@ class _Builder(ast.NodeVisitor):
         # what iteration k - 1 assigned (an IR iter argument), and after the loop the name is
         # the loop's result.
         carried = [n for n in _assigned(s.body) if n in self.env and n != s.target.id]
-        bind = {s.target.id: _Value(iv, "scalar")}
-        inits, params, results = [], [], []
+        bind, params, results, head = self.carry(carried,
+                                                 f"for %{iv} = {lo} to {hi} step {step}{kind}")
+        bind[s.target.id] = _Value(iv, "scalar")
+        self.emit(s, head + " {")
+        self.loop_body(s, bind, carried, params, results)
+
+    def carry(self, carried, head):
+        """The loop-carried values of the names `carried`: the body's binding of each to its
+        iter argument, the arguments, the loop's results and the loop's first line
+        (`%r = <head> iter(%x = init)`)."""
+        bind, inits, params, results = {}, [], [], []
         for n in carried:
             inits.append(str(self.env[n]))
-            param = _Value(self.fresh(n), self.env[n].kind)
-            params.append(param)
-            bind[n] = param
+            params.append(_Value(self.fresh(n), self.env[n].kind))
+            bind[n] = params[-1]
             results.append(_Value(self.fresh(n), self.env[n].kind))
-        head = f"for %{iv} = {lo} to {hi} step {step}{kind}"
         if carried:
             head = (", ".join(str(r) for r in results) + " = " + head + " iter(" +
                     ", ".join(f"{p} = {i}" for p, i in zip(params, inits)) + ")")
-        self.emit(s, head + " {")
+        return bind, params, results, head
+
+    def loop_body(self, s, bind, carried, params, results):
+        """A loop's body, closed by the yield of the carried names' last values; after it, each
+        name is the loop's result."""
         self.closers.append(("yield " + ", ".join(str(p) for p in params) + "\n" if carried
                              else "") + "}")
         yields = self.scoped(s.body, bind, carried)
